@@ -1,0 +1,44 @@
+# Two commands for a fresh clone: `make run` and `make test`. Needs only python3, make and git.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install lint types contracts pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Set up, migrate and seed the embedded SQLite database, serve on http://$(HOST):$(PORT)
+run: $(STAMP)
+	$(BIN)/sizer db upgrade
+	$(BIN)/sizer db seed
+	$(BIN)/sizer serve --host $(HOST) --port $(PORT)
+
+## Set up, then lint, type-check, check import contracts and run the whole suite
+test: $(STAMP) lint types contracts pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check app tests benchmarks migrations tools
+
+types: $(STAMP)
+	$(BIN)/mypy app
+
+contracts: $(STAMP)
+	$(BIN)/lint-imports
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/pytest benchmarks -q --benchmark-only
+
+clean:
+	rm -rf $(VENV) data

@@ -1,0 +1,1 @@
+"""GPU Sizer: fine-tuning memory sizing service."""

@@ -1,0 +1,225 @@
+"""What a training step keeps alive besides the model states, per token and per phase.
+
+The per-token counts are derived from what a real Hugging Face training step keeps alive,
+measured tensor by tensor with PyTorch's MemTracker (``shared/reference/activation-findings.md``;
+re-measured by our own harness in ``tools/calibrate/``), not from the GPT-era ``34*s*b*h``
+formula (Korthikanti et al., arXiv 2205.05198), which misses SwiGLU's four intermediate-wide
+tensors, RMSNorm's fp32 upcast and the fp32 loss head, and assumes eager attention.
+
+Symbols: h hidden, i intermediate, hkv = kv heads x head_dim, nh heads, V vocabulary, r LoRA
+rank, t = micro-batch x sequence tokens, s sequence length. Bytes per token per decoder layer.
+
+Regimes (which tensors are bf16 or fp32):
+
+* ``bf16``: full fine-tuning of a bf16 model whose fp32 master copy lives in the optimizer
+  (the ZeRO accounting; DeepSpeed/FSDP bf16 mixed precision).
+* ``amp``: fp32 weights under ``torch.autocast(bfloat16)``: the Hugging Face Trainer with
+  ``bf16=True`` (the hf accounting). Autocast keeps a bf16 copy of each linear weight alive
+  from its forward use until its backward.
+* ``lora``: frozen bf16 base, fp32 PEFT adapters, autocast (the usual LoRA/QLoRA recipe).
+
+The peak is a maximum over phases, not a sum: at the start of backward (the usual peak) no
+gradient exists yet, and by the optimizer step every activation is gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from app.engine.shapes import ModelShape
+from app.engine.states import LoraSetup, Method, lora_target_specs
+
+Attention = Literal["flash", "sdpa", "eager"]
+LossHead = Literal["standard", "chunked"]
+Regime = Literal["bf16", "amp", "lora"]
+
+ATTENTIONS: tuple[Attention, ...] = ("flash", "sdpa", "eager")
+LOSS_HEADS: tuple[LossHead, ...] = ("standard", "chunked")
+
+# Per-layer constant: the fp32 rsqrt statistics of two RMSNorms (2 x 4 bytes per token).
+NORM_STATS_BYTES = 8
+
+# Eager attention keeps the fp32 softmax output and its bf16 copy: 6 * nh * s bytes per token
+# per layer (activation-findings.md, "Eager attention adds 6*nh*s"); SDPA/flash keep only the
+# fp32 logsumexp (4 * nh), linear in s.
+EAGER_SCORE_BYTES = 6
+LOGSUMEXP_BYTES = 4
+
+# Loss head, bytes per token per vocabulary entry (activation-findings.md, "The loss head"):
+# forward at the log-softmax: bf16 logits + fp32 copy + fp32 log-softmax = 2 + 4 + 4;
+# saved at the end of the forward: the fp32 log-softmax, 4;
+# start of backward: log-softmax + two fp32 gradients = 4 + 8.
+LOSS_FORWARD_BYTES_PER_VOCAB = 10
+LOSS_SAVED_BYTES_PER_VOCAB = 4
+LOSS_BACKWARD_EXTRA_BYTES_PER_VOCAB = 8
+# Full fine-tuning also holds the fp32 gradient of the final hidden state at that moment.
+LOSS_BACKWARD_HIDDEN_BYTES_FULL = 8
+
+# Chunked / fused cross-entropy (Liger Kernel's fused linear cross-entropy, torchtune's chunked
+# loss) materialises logits for one chunk of tokens at a time. Modelled, not yet measured.
+CHUNKED_LOSS_TOKENS = 1024
+
+# Gradient checkpointing (non-reentrant) keeps only each layer's input: bf16 (2h) or, under
+# amp with fp32 weights, fp32 (4h) (activation-findings.md, last row of the table).
+CHECKPOINT_INPUT_BYTES: dict[Regime, int] = {"bf16": 2, "lora": 2, "amp": 4}
+
+# Activation offloading (torchtune's OffloadActivations; DeepSpeed CPU checkpointing) keeps
+# about two layers' activations on the GPU (one being computed, one in transfer).
+OFFLOADED_LAYERS_ON_GPU = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationSetup:
+    method: Method
+    regime: Regime
+    attention: Attention = "flash"
+    gradient_checkpointing: bool = False
+    lora: LoraSetup | None = None
+    loss_head: LossHead = "standard"
+    activation_offload: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationProfile:
+    """Activation bytes as coefficients, so that any micro-batch b and sequence s cost O(1).
+
+    A term is ``per_token * t + per_token_per_seq * t * s`` (the second only for eager
+    attention, quadratic in s).
+    """
+
+    layer_per_token: int
+    layer_per_token_per_seq: int
+    saved_per_token: int
+    saved_per_token_per_seq: int
+    loss_forward_per_token: int
+    loss_backward_per_token: int
+    chunked_loss: bool
+    vocab_size: int
+
+    def saved_layers_bytes(self, tokens: int, seq_len: int) -> int:
+        """Activations saved by all decoder layers for the backward pass."""
+        return tokens * (self.saved_per_token + self.saved_per_token_per_seq * seq_len)
+
+    def one_layer_bytes(self, tokens: int, seq_len: int) -> int:
+        """One layer's full activations (recomputed during backward under checkpointing)."""
+        return tokens * (self.layer_per_token + self.layer_per_token_per_seq * seq_len)
+
+    def loss_forward_bytes(self, tokens: int) -> int:
+        return self._loss_tokens(tokens) * self.loss_forward_per_token
+
+    def loss_backward_bytes(self, tokens: int) -> int:
+        return self._loss_tokens(tokens) * self.loss_backward_per_token
+
+    def _loss_tokens(self, tokens: int) -> int:
+        return min(tokens, CHUNKED_LOSS_TOKENS) if self.chunked_loss else tokens
+
+
+def regime_for(method: Method, accounting: str) -> Regime:
+    """The precision regime a method and accounting imply (module docstring)."""
+    if method != "full":
+        return "lora"
+    return "amp" if accounting == "hf" else "bf16"
+
+
+def full_layer_bytes_per_token(shape: ModelShape, regime: Regime) -> int:
+    """Full fine-tuning, one decoder layer, SDPA: bf16 ``8i + 20h + 4hkv + 4nh + 8``;
+    amp ``8i + 30h + 4hkv + 4nh + 8`` (activation-findings.md, table "Per decoder layer").
+
+    Where the bf16 bytes go: the gated MLP keeps four i-wide tensors (8i); each of the two
+    RMSNorms feeding a linear keeps an fp32 copy of its input and its bf16 normalised input and
+    output (8h each); q after RoPE and the attention output (4h); k and v (4hkv); the fp32
+    logsumexp (4nh). Under amp the residual stream and the norms run in fp32 (13h per norm).
+    Norms beyond those two (Gemma's post-attention/post-feed-forward norms) keep their fp32
+    input and normalised value; Qwen3's and Gemma 3's per-head q/k norms likewise.
+    """
+    h = shape.hidden_size
+    main_norm, extra_norm, qk_norm_per_width = (13, 8, 8) if regime == "amp" else (8, 6, 6)
+    norms = 2 * main_norm * h + (shape.norms_per_layer - 2) * extra_norm * h
+    attention = 4 * shape.q_width + 4 * shape.kv_width + LOGSUMEXP_BYTES * shape.num_heads
+    qk_norm = qk_norm_per_width * (shape.q_width + shape.kv_width) if shape.qk_norm else 0
+    return _mlp_bytes(shape, trainable=True) + norms + attention + qk_norm + NORM_STATS_BYTES
+
+
+def lora_layer_bytes_per_token(shape: ModelShape, lora: LoraSetup) -> int:
+    """LoRA on a frozen bf16 base under autocast, one decoder layer, SDPA.
+
+    Frozen linear layers save nothing for their weights, so the base keeps
+    ``6i + 12h + 4hkv + 4nh + 8`` (RMSNorm's fp32 inputs, q and attention output, k, v, the
+    three SwiGLU tensors). Each adapted linear of input width w adds ``(2 + m) * w + 2r``: its
+    own bf16 copy of the input, a 1-byte dropout mask when dropout > 0 (m = 1), and the
+    rank-wide output of lora_A (activation-findings.md, "a per-module rule fits every target
+    set measured").
+    """
+    h = shape.hidden_size
+    mlp = _mlp_bytes(shape, trainable=False)
+    norms = shape.norms_per_layer * 4 * h
+    attention = 2 * shape.q_width + 2 * shape.q_width + 4 * shape.kv_width
+    attention += LOGSUMEXP_BYTES * shape.num_heads
+    qk_norm = 4 * (shape.q_width + shape.kv_width) if shape.qk_norm else 0
+    mask = 1 if lora.dropout > 0 else 0
+    adapters = 0
+    for spec in lora_target_specs(shape, lora.targets):
+        per_layer = spec.layers / shape.num_layers
+        routed = spec.active_copies if spec.copies > 1 else 1
+        adapters += round(per_layer * routed * ((2 + mask) * spec.in_features + 2 * lora.rank))
+    return mlp + norms + attention + qk_norm + adapters + NORM_STATS_BYTES
+
+
+def _mlp_bytes(shape: ModelShape, *, trainable: bool) -> int:
+    """The MLP's saved bf16 tensors per token.
+
+    Gated MLP (SwiGLU, GeGLU): gate output, act(gate), up output and their product (8i) when
+    trained; the product (down_proj's input) is not saved when down_proj is frozen (6i). Plain
+    MLP (GPT-2): fc output and its activation (4i), 2i when frozen. A mixture of experts sends
+    each token through ``experts_per_token`` experts of width ``moe_intermediate_size``; the
+    router keeps fp32 logits and routing weights and each routed token its gathered input.
+    """
+    if shape.is_moe:
+        width = shape.moe_intermediate_size * shape.experts_per_token
+        routing = 8 * shape.num_experts + 4 * shape.hidden_size * shape.experts_per_token
+    else:
+        width = shape.intermediate_size
+        routing = 0
+    if shape.gated_mlp:
+        per_width = 8 if trainable else 6
+    else:
+        per_width = 4 if trainable else 2
+    return per_width * width + routing
+
+
+def eager_bytes_per_token_per_seq(shape: ModelShape, attention: Attention) -> int:
+    """Eager attention's score matrices: ``6 * nh`` bytes per token per key position."""
+    return EAGER_SCORE_BYTES * shape.num_heads if attention == "eager" else 0
+
+
+def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationProfile:
+    """Coefficients of every activation term for this model and setup."""
+    if setup.method == "full":
+        layer = full_layer_bytes_per_token(shape, setup.regime)
+    else:
+        layer = lora_layer_bytes_per_token(shape, setup.lora or LoraSetup())
+    quad = eager_bytes_per_token_per_seq(shape, setup.attention)
+    layers = shape.num_layers
+    if setup.gradient_checkpointing:
+        saved = CHECKPOINT_INPUT_BYTES[setup.regime] * shape.hidden_size * layers
+        saved_quad = 0
+    elif setup.activation_offload:
+        kept = min(layers, OFFLOADED_LAYERS_ON_GPU)
+        saved, saved_quad = layer * kept, quad * kept
+    else:
+        saved, saved_quad = layer * layers, quad * layers
+    v = shape.vocab_size
+    backward_hidden = LOSS_BACKWARD_HIDDEN_BYTES_FULL * shape.hidden_size
+    return ActivationProfile(
+        layer_per_token=layer,
+        layer_per_token_per_seq=quad,
+        saved_per_token=saved,
+        saved_per_token_per_seq=saved_quad,
+        loss_forward_per_token=LOSS_FORWARD_BYTES_PER_VOCAB * v,
+        loss_backward_per_token=(LOSS_SAVED_BYTES_PER_VOCAB + LOSS_BACKWARD_EXTRA_BYTES_PER_VOCAB)
+        * v
+        + (backward_hidden if setup.method == "full" else 0),
+        chunked_loss=setup.loss_head == "chunked",
+        vocab_size=v,
+    )

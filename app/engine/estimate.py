@@ -1,0 +1,601 @@
+"""One estimate: a model, a way of training it, and the cards it is held against.
+
+This composes :mod:`shapes`, :mod:`states`, :mod:`activations`, :mod:`overhead`, :mod:`fit` and
+:mod:`capabilities` into one plain result. The web pages, the partner API and the CLI all call
+:func:`estimate` through the estimates service; none of them computes memory itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.engine.activations import (
+    ATTENTIONS,
+    LOSS_HEADS,
+    ActivationProfile,
+    ActivationSetup,
+    Attention,
+    LossHead,
+    activation_profile,
+    regime_for,
+)
+from app.engine.capabilities import capabilities
+from app.engine.errors import EngineError
+from app.engine.fit import PhaseTerms, StepModel
+from app.engine.overhead import fixed_overhead_bytes
+from app.engine.shapes import ModelShape
+from app.engine.states import (
+    ACCOUNTINGS,
+    METHODS,
+    OFFLOADS,
+    OPTIMIZERS,
+    QUANTS,
+    SHARDINGS,
+    Accounting,
+    LoraSetup,
+    Method,
+    ModelStates,
+    Offload,
+    Optimizer,
+    Quant,
+    Sharding,
+    lora_target_specs,
+    shard_states,
+    single_gpu_states,
+)
+
+ENGINE_VERSION = "1.0.0"
+"""Bumped whenever a figure for the same input can change; returned with every result."""
+
+MAX_GPUS = 1024
+MAX_BATCH_SIZE = 1 << 20
+
+# Price in speed of each lever, as the article's sources state it.
+CHECKPOINTING_SPEED = (
+    "about 20-33 % slower: layers are recomputed in the backward pass "
+    "(Hugging Face: about 20 %; ZeRO paper: 33 % recompute overhead)"
+)
+ADAM_8BIT_SPEED = "about the same speed (bitsandbytes 8-bit Adam; 2 bytes of state per param)"
+LORA_SPEED = "faster per step; trains an adapter instead of every weight (quality may differ)"
+QLORA_SPEED = "slower per step: 4-bit weights are dequantised for every matmul"
+ACCUMULATION_SPEED = "same effective batch through gradient accumulation; lower GPU utilisation"
+CHUNKED_LOSS_SPEED = (
+    "about the same speed; needs a chunked or fused cross-entropy (Liger Kernel, torchtune)"
+)
+SHARDING_SPEED = "more cards; ZeRO-3/FSDP moves 1.5x the traffic of plain data parallelism"
+OFFLOAD_SPEED = "much slower optimizer step: states live in CPU memory (ZeRO-Offload)"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """A card as the engine needs it; the catalog maps its rows to these."""
+
+    slug: str
+    name: str
+    usable_bytes: int
+    compute_capability: str
+    interconnect: str = "pcie"
+    unified_memory: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """How the customer wants to train. Defaults are the common single-GPU LoRA recipe."""
+
+    method: Method = "lora"
+    optimizer: Optimizer = "adamw"
+    accounting: Accounting = "zero"
+    lora_rank: int = 16
+    lora_targets: str | tuple[str, ...] = "all-linear"
+    lora_dropout: float = 0.0
+    quant: Quant | None = None
+    batch_size: int = 1
+    seq_len: int = 2048
+    gradient_checkpointing: bool = False
+    attention: Attention = "flash"
+    gpus: int = 1
+    sharding: Sharding = "none"
+    offload: Offload = "none"
+    loss_head: LossHead = "standard"
+    fused_optimizer_step: bool = False
+    activation_offload: bool = False
+    gradient_accumulation: int = 1
+
+    @property
+    def lora(self) -> LoraSetup | None:
+        if self.method == "full":
+            return None
+        return LoraSetup(self.lora_rank, self.lora_targets, self.lora_dropout)
+
+    @property
+    def effective_quant(self) -> Quant:
+        return self.quant or "nf4-dq"
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    weights: int
+    adapter: int
+    gradients: int
+    optimizer: int
+    activations: int
+    overhead: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lever:
+    gpu: str
+    lever: str
+    change: dict[str, object]
+    total_bytes: int
+    free_bytes: int
+    speed: str
+
+
+@dataclass(frozen=True, slots=True)
+class CardFit:
+    gpu: str
+    name: str
+    usable_bytes: int
+    total_bytes: int
+    free_bytes: int
+    fits: bool
+    max_batch_size: int
+    max_seq_len: int
+    fewest_cards_zero3: int | None
+    formats: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ParamCounts:
+    total: int
+    trainable: int
+    linear: int
+    other: int
+    active: int
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateResult:
+    engine_version: str
+    model_type: str
+    params: ParamCounts
+    per_gpu_bytes: Breakdown
+    model_states_bytes: int
+    model_states_by_accounting: dict[str, int]
+    peak_phase: str
+    peak_live_bytes: int
+    phases: dict[str, int]
+    fits: tuple[CardFit, ...]
+    levers: tuple[Lever, ...]
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready data: the document `sizer estimate --format json` prints."""
+        data = dataclasses.asdict(self)
+        for fit in data["fits"]:
+            fit["formats"] = list(fit["formats"])
+            fit["warnings"] = list(fit["warnings"])
+        data["assumptions"] = list(self.assumptions)
+        data["warnings"] = list(self.warnings)
+        data["levers"] = list(data["levers"])
+        data["fits"] = list(data["fits"])
+        return data
+
+
+def validate(shape: ModelShape, job: Job) -> None:
+    """Reject a job the engine cannot honestly answer, naming the field."""
+    _one_of("method", job.method, METHODS)
+    _one_of("optimizer", job.optimizer, OPTIMIZERS)
+    _one_of("accounting", job.accounting, ACCOUNTINGS)
+    _one_of("sharding", job.sharding, SHARDINGS)
+    _one_of("offload", job.offload, OFFLOADS)
+    _one_of("attention", job.attention, ATTENTIONS)
+    _one_of("loss_head", job.loss_head, LOSS_HEADS)
+    if job.quant is not None:
+        _one_of("quant", job.quant, QUANTS)
+        if job.method == "full":
+            raise EngineError(
+                "quant: a 4-bit base cannot be fully fine-tuned; bitsandbytes trains only "
+                "extra parameters (adapters) on 4-bit weights. Use method qlora."
+            )
+        if job.method == "lora":
+            raise EngineError("quant: a quantised base is method qlora, not lora")
+    _positive_int("batch_size", job.batch_size, MAX_BATCH_SIZE)
+    _positive_int("seq_len", job.seq_len, None)
+    _positive_int("gpus", job.gpus, MAX_GPUS)
+    _positive_int("gradient_accumulation", job.gradient_accumulation, 1 << 16)
+    if shape.max_positions is not None and job.seq_len > shape.max_positions:
+        raise EngineError(
+            f"seq_len: {job.seq_len} is beyond this model's {shape.max_positions} positions"
+        )
+    if job.method != "full":
+        _positive_int("lora_rank", job.lora_rank, 1 << 16)
+        dropout = job.lora_dropout
+        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0 or dropout != dropout:
+            raise EngineError("lora_dropout: must be at least 0 and below 1")
+        lora_target_specs(shape, job.lora_targets)
+    if job.offload == "optimizer+params" and job.sharding != "zero3":
+        raise EngineError("offload: parameter offload needs sharding zero3")
+
+
+def _one_of(name: str, value: object, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise EngineError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+
+
+def _positive_int(name: str, value: object, maximum: int | None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EngineError(f"{name}: must be a whole number of at least 1")
+    if maximum is not None and value > maximum:
+        raise EngineError(f"{name}: must be at most {maximum}")
+
+
+def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
+                 sharding: Sharding | None = None) -> ModelStates:
+    """Per-GPU model states for the job (the article's arithmetic, then sharding)."""
+    single = single_gpu_states(
+        shape, method=job.method, optimizer=job.optimizer, accounting=job.accounting,
+        lora=job.lora, quant=job.effective_quant,
+    )
+    return shard_states(
+        single, gpus=gpus or job.gpus, sharding=sharding or job.sharding, offload=job.offload
+    )
+
+
+def step_model(shape: ModelShape, job: Job) -> StepModel:
+    """The phases of one training step on one GPU, with their fixed bytes and coefficients."""
+    states = model_states(shape, job)
+    regime = regime_for(job.method, job.accounting)
+    profile = activation_profile(
+        shape,
+        ActivationSetup(
+            method=job.method, regime=regime, attention=job.attention,
+            gradient_checkpointing=job.gradient_checkpointing, lora=job.lora,
+            loss_head=job.loss_head, activation_offload=job.activation_offload,
+        ),
+    )
+    zero3 = job.sharding == "zero3" and job.gpus > 1
+    weight_shards = job.gpus if zero3 else 1
+
+    if job.method == "full" and job.accounting == "hf":
+        # The hf count's 6 bytes are fp32 weights (4) plus autocast's bf16 copies (2), which
+        # exist only for linear weights and only between their forward and backward use.
+        weights_static = states.weights_bytes * 4 // 6
+        copies = 2 * (shape.split.linear + shape.split.lm_head) // weight_shards
+    else:
+        weights_static = states.weights_bytes
+        copies = 2 * states.trainable_params // weight_shards if job.method != "full" else 0
+    if job.offload == "optimizer+params":
+        weights_static = 0
+    static = weights_static + states.adapter_weight_bytes + states.optimizer_bytes
+    static += states.adapter_optimizer_bytes
+
+    gradients = states.gradients_bytes + states.adapter_grad_bytes
+    if job.fused_optimizer_step:
+        # Optimizer step fused into backward (PyTorch "optimizer in backward"): each layer's
+        # gradients are applied and freed as soon as they are complete.
+        gradients = math.ceil(gradients * shape.largest_layer_params() / shape.total_params)
+    held_gradients = gradients if job.gradient_accumulation > 1 else 0
+
+    gathered = 0
+    gathered_grads = 0
+    if zero3:
+        gathered = 2 * shape.largest_layer_params()
+        if job.method == "full":
+            gathered_grads = (4 if job.accounting == "hf" else 2) * shape.largest_layer_params()
+    dequantised = 0
+    if job.method == "qlora":
+        # bitsandbytes dequantises one 4-bit weight to bf16 for each matmul.
+        dequantised = 2 * max(s.in_features * s.out_features for s in shape.linears)
+
+    fwd_fixed = copies + held_gradients + gathered + dequantised
+    moments = (
+        PhaseTerms(
+            "end of forward (loss head)", "forward", static, fwd_fixed,
+            profile.saved_per_token + _loss_rate(profile, "forward", job),
+            profile.saved_per_token_per_seq,
+        ),
+        PhaseTerms(
+            "start of backward", "backward", static, fwd_fixed,
+            profile.saved_per_token + _loss_rate(profile, "backward", job),
+            profile.saved_per_token_per_seq,
+        ),
+        PhaseTerms(
+            "end of backward", "backward", static,
+            gradients + gathered + gathered_grads + dequantised,
+            profile.layer_per_token, profile.layer_per_token_per_seq,
+        ),
+        PhaseTerms("optimizer step", "optimizer", static, gradients, 0, 0),
+    )
+    return StepModel(
+        moments=moments,
+        model_states_bytes=states.total_bytes,
+        fixed_overhead_bytes=fixed_overhead_bytes(job.gpus),
+    )
+
+
+class StepModels:
+    """Step models of one shape, memoised by job: one estimate asks for the same variants
+    (sharded over n cards, a lever applied) once per card."""
+
+    def __init__(self, shape: ModelShape) -> None:
+        self.shape = shape
+        self._cache: dict[Job, StepModel] = {}
+        self._sharded: dict[tuple[Job, int], Job] = {}
+
+    def get(self, job: Job) -> StepModel:
+        model = self._cache.get(job)
+        if model is None:
+            model = self._cache[job] = step_model(self.shape, job)
+        return model
+
+    def sharded(self, job: Job, gpus: int) -> StepModel:
+        """The job spread over ``gpus`` cards with ZeRO-3 (one card: no sharding)."""
+        key = (job, gpus)
+        variant = self._sharded.get(key)
+        if variant is None:
+            variant = self._sharded[key] = _sharded(job, gpus)
+        return self.get(variant)
+
+
+def _loss_rate(profile: ActivationProfile, moment: Literal["forward", "backward"], job: Job) -> int:
+    """Loss-head bytes per token; a chunked loss holds one chunk, spread here over the tokens."""
+    per_token = (
+        profile.loss_forward_per_token if moment == "forward" else profile.loss_backward_per_token
+    )
+    if not profile.chunked_loss:
+        return per_token
+    tokens = job.batch_size * job.seq_len
+    chunk_bytes = (
+        profile.loss_forward_bytes(tokens) if moment == "forward"
+        else profile.loss_backward_bytes(tokens)
+    )
+    return math.ceil(chunk_bytes / tokens)
+
+
+def estimate(
+    shape: ModelShape,
+    job: Job,
+    gpus: Sequence[GpuSpec],
+    *,
+    with_levers: bool = True,
+) -> EstimateResult:
+    """Memory per GPU for ``job`` on ``shape``, held against each card in ``gpus``."""
+    validate(shape, job)
+    states = model_states(shape, job)
+    model = step_model(shape, job)
+    totals = model.totals(job.batch_size, job.seq_len)
+    states_bytes = states.total_bytes
+    activations = max(0, totals.peak_live_bytes - states_bytes)
+    total = totals.total_bytes
+    breakdown = Breakdown(
+        weights=states.weights_bytes,
+        adapter=states.adapter_bytes,
+        gradients=states.gradients_bytes,
+        optimizer=states.optimizer_bytes,
+        activations=activations,
+        overhead=total - states_bytes - activations,
+        total=total,
+    )
+    models = StepModels(shape)
+    fits = tuple(_card_fit(models, job, model, total, gpu) for gpu in gpus)
+    levers: list[Lever] = []
+    if with_levers and not all(fit.fits for fit in fits):
+        options = _lever_options(job)
+        for fit, gpu in zip(fits, gpus, strict=True):
+            if not fit.fits:
+                levers.extend(_levers_for(models, job, gpu, options))
+    by_accounting = {
+        acc: single_gpu_states(
+            shape, method=job.method, optimizer=job.optimizer, accounting=acc, lora=job.lora,
+            quant=job.effective_quant,
+        ).total_bytes
+        for acc in ACCOUNTINGS
+    }
+    return EstimateResult(
+        engine_version=ENGINE_VERSION,
+        model_type=shape.model_type,
+        params=ParamCounts(
+            total=shape.total_params,
+            trainable=states.trainable_params,
+            linear=shape.split.linear,
+            other=shape.total_params - shape.split.linear,
+            active=shape.active_params,
+        ),
+        per_gpu_bytes=breakdown,
+        model_states_bytes=states_bytes,
+        model_states_by_accounting=by_accounting,
+        peak_phase=totals.peak_moment.phase,
+        peak_live_bytes=totals.peak_live_bytes,
+        phases={m.name: m.live(job.batch_size, job.seq_len) for m in model.moments},
+        fits=fits,
+        levers=tuple(levers),
+        assumptions=assumptions(shape, job),
+        warnings=_job_warnings(shape, job),
+    )
+
+
+def _card_fit(
+    models: StepModels, job: Job, model: StepModel, total: int, gpu: GpuSpec
+) -> CardFit:
+    usable = gpu.usable_bytes
+    warnings: list[str] = []
+    if gpu.unified_memory:
+        warnings.append(
+            "unified memory: the operating system and CPU processes share it; the usable "
+            "figure already leaves a reserve for them"
+        )
+    if job.sharding == "zero3" and job.gpus > 1 and gpu.interconnect != "nvlink":
+        warnings.append(
+            "zero3 gathers every layer's parameters over the GPU link each step; this card "
+            "has no NVLink, so that traffic goes over PCIe or the network"
+        )
+    return CardFit(
+        gpu=gpu.slug,
+        name=gpu.name,
+        usable_bytes=usable,
+        total_bytes=total,
+        free_bytes=usable - total,
+        fits=total <= usable,
+        max_batch_size=model.max_batch_size(usable, job.seq_len),
+        max_seq_len=model.max_seq_len(usable, job.batch_size, models.shape.max_positions),
+        fewest_cards_zero3=fewest_cards_zero3(models, job, usable),
+        formats=capabilities(gpu.compute_capability).formats,
+        warnings=tuple(warnings),
+    )
+
+
+def fewest_cards_zero3(models: StepModels, job: Job, usable_bytes: int,
+                       limit: int = 64) -> int | None:
+    """The fewest cards of this size that hold the job under ZeRO-3 (None beyond ``limit``).
+
+    Per-GPU bytes fall as cards are added, so the answer is found by bisection."""
+    def fits(n: int) -> bool:
+        return models.sharded(job, n).fits(usable_bytes, job.batch_size, job.seq_len)
+
+    if fits(1):
+        return 1
+    if not fits(limit):
+        return None
+    low, high = 1, limit
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+@dataclass(frozen=True, slots=True)
+class _LeverOption:
+    name: str
+    change: dict[str, object]
+    speed: str
+    job: Job
+
+
+def _lever_options(job: Job) -> list[_LeverOption]:
+    """The single changes worth trying, in order of their price in speed."""
+    options: list[tuple[str, dict[str, object], str]] = []
+    if job.loss_head == "standard":
+        options.append(("chunked_loss", {"loss_head": "chunked"}, CHUNKED_LOSS_SPEED))
+    if job.optimizer in ("adamw", "paged_adamw_32bit"):
+        options.append(("adamw_8bit", {"optimizer": "adamw_8bit"}, ADAM_8BIT_SPEED))
+    if not job.gradient_checkpointing:
+        options.append(
+            ("gradient_checkpointing", {"gradient_checkpointing": True}, CHECKPOINTING_SPEED)
+        )
+    if job.batch_size > 1:
+        options.append(("accumulate", {"gradient_accumulation": 2}, ACCUMULATION_SPEED))
+    if job.method == "full":
+        options.append(("lora", {"method": "lora"}, LORA_SPEED))
+    if job.method == "lora":
+        options.append(("qlora", {"method": "qlora"}, QLORA_SPEED))
+    if job.offload == "none":
+        options.append(("offload_optimizer", {"offload": "optimizer"}, OFFLOAD_SPEED))
+    return [
+        _LeverOption(name, change, speed, dataclasses.replace(job, **change))  # type: ignore[arg-type]
+        for name, change, speed in options
+    ]
+
+
+def _levers_for(
+    models: StepModels, job: Job, gpu: GpuSpec, options: Sequence[_LeverOption]
+) -> list[Lever]:
+    """Single changes that make the job fit this card, cheapest in speed first, then sharding."""
+    usable = gpu.usable_bytes
+    found: list[Lever] = []
+    for option in options:
+        model = models.get(option.job)
+        if option.name == "accumulate":
+            batch = model.max_batch_size(usable, job.seq_len)
+            if batch < 1:
+                continue
+            steps = math.ceil(job.batch_size / batch)
+            change: dict[str, object] = {"batch_size": batch, "gradient_accumulation": steps}
+            total = model.total_bytes(batch, job.seq_len)
+        else:
+            change = option.change
+            total = model.total_bytes(job.batch_size, job.seq_len)
+        if total <= usable:
+            found.append(Lever(gpu.slug, option.name, change, total, usable - total, option.speed))
+    cards = fewest_cards_zero3(models, job, usable)
+    if cards is not None and cards > 1:
+        total = models.sharded(job, cards).total_bytes(job.batch_size, job.seq_len)
+        found.append(
+            Lever(gpu.slug, "shard_zero3", {"gpus": cards, "sharding": "zero3"}, total,
+                  usable - total, SHARDING_SPEED)
+        )
+    return found
+
+
+def _sharded(job: Job, gpus: int) -> Job:
+    if gpus == 1:
+        offload: Offload = "optimizer" if job.offload == "optimizer+params" else job.offload
+        return dataclasses.replace(job, gpus=1, sharding="none", offload=offload)
+    return dataclasses.replace(job, gpus=gpus, sharding="zero3")
+
+
+def _job_warnings(shape: ModelShape, job: Job) -> tuple[str, ...]:
+    warnings: list[str] = []
+    if job.method == "qlora":
+        warnings.append(
+            "QLoRA is arithmetic plus the measured LoRA activations; bitsandbytes' 4-bit layers "
+            "need a GPU to measure and have not been measured yet"
+        )
+    if job.optimizer.startswith("paged_"):
+        warnings.append(
+            "paged optimizers move states to CPU memory only under memory pressure; they are "
+            "counted on the GPU here"
+        )
+    return tuple(warnings)
+
+
+def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:
+    """What the figures take for granted, in words a customer can check."""
+    items = [
+        "GB = 10^9 bytes; every figure is per GPU",
+        f"model states by the '{job.accounting}' accounting "
+        + ("(2 + 2 + 12 bytes per trained param, ZeRO paper)" if job.accounting == "zero"
+           else "(6 + 4 + 8 bytes per trained param, Hugging Face docs)"),
+        "activations from per-token tensor counts measured on Hugging Face training steps; "
+        "the peak is the largest phase, not the sum of all terms",
+        f"attention: {job.attention}"
+        + (" (quadratic score matrices)" if job.attention == "eager" else " (linear in sequence)"),
+        "loss head: logits upcast to fp32 by Hugging Face's causal-LM loss"
+        if job.loss_head == "standard" else "loss head: chunked cross-entropy (1,024 tokens)",
+        "overhead: CUDA context and workspaces plus a fragmentation margin on per-step tensors",
+    ]
+    if job.method != "full":
+        items.append(
+            f"LoRA rank {job.lora_rank} on {_targets_text(job.lora_targets)}, adapters in fp32 "
+            "(PEFT default), 16 bytes per trainable param with AdamW"
+        )
+    if job.method == "qlora":
+        items.append(
+            f"NF4 base ({'with' if job.effective_quant == 'nf4-dq' else 'without'} double "
+            "quantisation); embeddings, lm_head and norms stay bf16"
+        )
+    if shape.is_moe:
+        items.append(
+            "mixture of experts: every expert is held in memory; LoRA counts one linear layer "
+            "per expert (transformers 4 modules, most training stacks) and adapts the router "
+            "under all-linear; activations follow the "
+            f"{shape.experts_per_token} experts each token is routed to"
+        )
+    if job.gpus > 1:
+        items.append(f"{job.gpus} GPUs, data parallel, sharding {job.sharding}")
+    return tuple(items)
+
+
+def _targets_text(targets: str | tuple[str, ...]) -> str:
+    return targets if isinstance(targets, str) else ", ".join(targets)

@@ -1,0 +1,500 @@
+"""Model shapes from a Hugging Face ``config.json``: exact parameter counts and their split.
+
+Why exact: public calculators miscount parameters (grouped-query attention, tied embeddings,
+explicit ``head_dim``, mixtures of experts) and every later figure inherits the error. Each
+builder here mirrors the module tree that ``transformers`` builds for that ``model_type``, so
+the totals equal ``sum(p.numel() for p in model.parameters())`` with tied weights counted once
+(verified against transformers 5.24 on the meta device; see ``app/catalog/seed/models.json``).
+
+The split matters downstream:
+
+* ``linear``: the weight matrices of the decoder blocks' linear layers (``nn.Linear`` or GPT-2's
+  ``Conv1D``). These are what bitsandbytes stores in NF4 under QLoRA and what PEFT's
+  ``target_modules="all-linear"`` adapts (PEFT never adapts ``lm_head``).
+* ``embedding``: token embeddings, plus GPT-2's learned position embeddings.
+* ``lm_head``: the output projection; 0 when it is tied to the embedding.
+* ``norm``: every normalisation weight (and LayerNorm bias), including Qwen3's q/k norms.
+* ``other``: biases of linear layers (bitsandbytes keeps them in 16 bit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from app.engine.errors import EngineError
+
+LinearRole = Literal[
+    "q", "k", "v", "o", "qkv", "attn_out", "gate", "up", "down", "gate_up", "fc", "fc_out",
+    "router",
+]
+"""What a block linear layer does; LoRA target presets select by role."""
+
+ATTENTION_ROLES: frozenset[str] = frozenset({"q", "k", "v", "o", "qkv", "attn_out"})
+MLP_ROLES: frozenset[str] = frozenset({"gate", "up", "down", "gate_up", "fc", "fc_out"})
+
+
+class ShapeError(EngineError):
+    """A config the engine cannot turn into a shape; the message names the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinearSpec:
+    """One kind of linear layer in the decoder blocks.
+
+    ``layers`` is how many decoder layers have it, ``copies`` how many instances each such
+    layer holds (the experts of a mixture-of-experts layer), ``active_copies`` how many of them
+    one token passes through.
+    """
+
+    name: str
+    role: LinearRole
+    in_features: int
+    out_features: int
+    layers: int
+    copies: int = 1
+    active_copies: int = 1
+    bias: bool = False
+
+    @property
+    def weight_params(self) -> int:
+        return self.in_features * self.out_features * self.copies * self.layers
+
+    @property
+    def bias_params(self) -> int:
+        return self.out_features * self.copies * self.layers if self.bias else 0
+
+    @property
+    def instances(self) -> int:
+        """Separate modules of this kind in the whole model (what LoRA wraps one by one)."""
+        return self.copies * self.layers
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSplit:
+    """Parameter counts by storage class; they sum to the model's total."""
+
+    linear: int
+    embedding: int
+    lm_head: int
+    norm: int
+    other: int
+
+    @property
+    def total(self) -> int:
+        return self.linear + self.embedding + self.lm_head + self.norm + self.other
+
+
+@dataclass(frozen=True, slots=True)
+class ModelShape:
+    """Everything the engine needs to know about a model's architecture."""
+
+    model_type: str
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_positions: int | None
+    tied_embeddings: bool
+    linears: tuple[LinearSpec, ...]
+    split: ParamSplit
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int = 0
+    norms_per_layer: int = 2
+    qk_norm: bool = False
+    gated_mlp: bool = True
+
+    @property
+    def total_params(self) -> int:
+        return self.split.total
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token passes through: all experts but the active ones left out."""
+        inactive = sum(
+            (spec.copies - spec.active_copies) * spec.layers
+            * (spec.in_features * spec.out_features + (spec.out_features if spec.bias else 0))
+            for spec in self.linears
+        )
+        return self.total_params - inactive
+
+    @property
+    def kv_width(self) -> int:
+        """Width of one token's key (or value) projection: kv heads x head_dim."""
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def q_width(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    def largest_layer_params(self) -> int:
+        """Parameters of one decoder layer: what ZeRO-3/FSDP gathers at once.
+
+        A layer is taken to hold every kind of linear layer the model has; for a Qwen3-MoE
+        with some dense layers that counts the dense MLP too, an overestimate of a few percent.
+        """
+        linear = sum(
+            spec.copies * (spec.in_features * spec.out_features + (spec.out_features if spec.bias else 0))
+            for spec in self.linears
+        )
+        return linear + self.split.norm // max(self.num_layers, 1)
+
+
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
+    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3",
+    "mixtral", "gpt2",
+)
+
+
+def parse_config(config: Mapping[str, object]) -> ModelShape:
+    """Turn a Hugging Face ``config.json`` (as a dict) into a :class:`ModelShape`.
+
+    Raises :class:`ShapeError` naming ``model_type`` when it is unknown and the field when one
+    is missing or not a positive integer.
+    """
+    if not isinstance(config, Mapping):
+        raise ShapeError("config: expected a JSON object")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise ShapeError("model_type: missing from the config")
+    builder = _BUILDERS.get(model_type)
+    if builder is None:
+        raise ShapeError(
+            f"model_type: '{model_type}' is not supported "
+            f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})"
+        )
+    return builder(_Config(config))
+
+
+class _Config:
+    """Typed access to config fields with errors that name the field."""
+
+    def __init__(self, raw: Mapping[str, object]) -> None:
+        self.raw = raw
+
+    def int(self, *names: str, default: int | None = None) -> int:
+        for name in names:
+            value = self.raw.get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
+            return value
+        if default is not None:
+            return default
+        raise ShapeError(f"{names[0]}: missing from the config")
+
+    def optional_int(self, name: str) -> int | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
+        return value
+
+    def bool(self, name: str, default: bool) -> bool:
+        value = self.raw.get(name, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ShapeError(f"{name}: expected true or false, got {value!r}")
+        return value
+
+    def int_list(self, name: str) -> tuple[int, ...]:
+        value = self.raw.get(name)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise ShapeError(f"{name}: expected a list of integers")
+        return tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Attention:
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+
+def _attention_dims(cfg: _Config) -> _Attention:
+    hidden = cfg.int("hidden_size")
+    heads = cfg.int("num_attention_heads")
+    kv_heads = cfg.int("num_key_value_heads", default=heads)
+    explicit = cfg.optional_int("head_dim")
+    if explicit is None:
+        if hidden % heads:
+            raise ShapeError("head_dim: missing and hidden_size is not divisible by the heads")
+        explicit = hidden // heads
+    if heads % kv_heads:
+        raise ShapeError("num_key_value_heads: must divide num_attention_heads")
+    return _Attention(hidden, heads, kv_heads, explicit)
+
+
+def _separate_attention(
+    att: _Attention, layers: int, *, qkv_bias: bool, o_bias: bool
+) -> list[LinearSpec]:
+    q_width = att.heads * att.head_dim
+    kv_width = att.kv_heads * att.head_dim
+    return [
+        LinearSpec("q_proj", "q", att.hidden, q_width, layers, bias=qkv_bias),
+        LinearSpec("k_proj", "k", att.hidden, kv_width, layers, bias=qkv_bias),
+        LinearSpec("v_proj", "v", att.hidden, kv_width, layers, bias=qkv_bias),
+        LinearSpec("o_proj", "o", q_width, att.hidden, layers, bias=o_bias),
+    ]
+
+
+def _gated_mlp(
+    hidden: int, intermediate: int, layers: int, *, bias: bool = False,
+    names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj"),
+    copies: int = 1, active: int = 1,
+) -> list[LinearSpec]:
+    gate, up, down = names
+    return [
+        LinearSpec(gate, "gate", hidden, intermediate, layers, copies, active, bias),
+        LinearSpec(up, "up", hidden, intermediate, layers, copies, active, bias),
+        LinearSpec(down, "down", intermediate, hidden, layers, copies, active, bias),
+    ]
+
+
+def _assemble(
+    cfg: _Config,
+    *,
+    model_type: str,
+    att: _Attention,
+    intermediate: int,
+    layers: int,
+    linears: list[LinearSpec],
+    norm_params: int,
+    norms_per_layer: int,
+    tied: bool,
+    extra_embedding: int = 0,
+    qk_norm: bool = False,
+    num_experts: int = 0,
+    experts_per_token: int = 0,
+    moe_intermediate: int = 0,
+    gated_mlp: bool = True,
+    max_positions: int | None = None,
+) -> ModelShape:
+    vocab = cfg.int("vocab_size")
+    embedding = vocab * att.hidden + extra_embedding
+    split = ParamSplit(
+        linear=sum(spec.weight_params for spec in linears),
+        embedding=embedding,
+        lm_head=0 if tied else vocab * att.hidden,
+        norm=norm_params,
+        other=sum(spec.bias_params for spec in linears),
+    )
+    return ModelShape(
+        model_type=model_type,
+        hidden_size=att.hidden,
+        intermediate_size=intermediate,
+        num_layers=layers,
+        num_heads=att.heads,
+        num_kv_heads=att.kv_heads,
+        head_dim=att.head_dim,
+        vocab_size=vocab,
+        max_positions=max_positions
+        if max_positions is not None
+        else cfg.optional_int("max_position_embeddings"),
+        tied_embeddings=tied,
+        linears=tuple(linears),
+        split=split,
+        num_experts=num_experts,
+        experts_per_token=experts_per_token,
+        moe_intermediate_size=moe_intermediate,
+        norms_per_layer=norms_per_layer,
+        qk_norm=qk_norm,
+        gated_mlp=gated_mlp,
+    )
+
+
+def _llama_like(cfg: _Config, model_type: str) -> ModelShape:
+    """Llama and Mistral: RMSNorm before attention and MLP, SwiGLU, optional biases."""
+    att = _attention_dims(cfg)
+    layers = cfg.int("num_hidden_layers")
+    intermediate = cfg.int("intermediate_size")
+    attention_bias = cfg.bool("attention_bias", False)
+    linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
+    linears += _gated_mlp(att.hidden, intermediate, layers, bias=cfg.bool("mlp_bias", False))
+    return _assemble(
+        cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
+        tied=cfg.bool("tie_word_embeddings", False),
+    )
+
+
+def _qwen2(cfg: _Config) -> ModelShape:
+    """Qwen2 / Qwen2.5: Llama layout with biases on q, k and v (not on o)."""
+    att = _attention_dims(cfg)
+    layers = cfg.int("num_hidden_layers")
+    intermediate = cfg.int("intermediate_size")
+    linears = _separate_attention(att, layers, qkv_bias=True, o_bias=False)
+    linears += _gated_mlp(att.hidden, intermediate, layers)
+    return _assemble(
+        cfg, model_type="qwen2", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
+        tied=cfg.bool("tie_word_embeddings", False),
+    )
+
+
+def _qwen3(cfg: _Config) -> ModelShape:
+    """Qwen3 dense: RMSNorm on q and k per head (head_dim weights each), explicit head_dim."""
+    att = _attention_dims(cfg)
+    layers = cfg.int("num_hidden_layers")
+    intermediate = cfg.int("intermediate_size")
+    attention_bias = cfg.bool("attention_bias", False)
+    linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
+    linears += _gated_mlp(att.hidden, intermediate, layers)
+    norms = (2 * layers + 1) * att.hidden + 2 * layers * att.head_dim
+    return _assemble(
+        cfg, model_type="qwen3", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=True,
+        tied=cfg.bool("tie_word_embeddings", False),
+    )
+
+
+def _qwen3_moe(cfg: _Config) -> ModelShape:
+    """Qwen3-MoE: Qwen3 attention; sparse layers hold a router and ``num_experts`` SwiGLU experts.
+
+    A layer is sparse unless listed in ``mlp_only_layers`` or skipped by
+    ``decoder_sparse_step`` (as ``Qwen3MoeDecoderLayer`` decides); dense layers use
+    ``intermediate_size``.
+    """
+    att = _attention_dims(cfg)
+    layers = cfg.int("num_hidden_layers")
+    intermediate = cfg.int("intermediate_size")
+    experts = cfg.int("num_experts")
+    active = cfg.int("num_experts_per_tok")
+    moe_intermediate = cfg.int("moe_intermediate_size")
+    step = cfg.int("decoder_sparse_step", default=1)
+    mlp_only = set(cfg.int_list("mlp_only_layers"))
+    sparse = sum(1 for i in range(layers) if i not in mlp_only and (i + 1) % step == 0)
+    dense = layers - sparse
+    attention_bias = cfg.bool("attention_bias", False)
+    linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
+    if sparse:
+        linears.append(LinearSpec("gate", "router", att.hidden, experts, sparse))
+        linears += _gated_mlp(
+            att.hidden, moe_intermediate, sparse, copies=experts, active=active
+        )
+    if dense:
+        linears += _gated_mlp(att.hidden, intermediate, dense)
+    norms = (2 * layers + 1) * att.hidden + 2 * layers * att.head_dim
+    return _assemble(
+        cfg, model_type="qwen3_moe", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=True,
+        tied=cfg.bool("tie_word_embeddings", False), num_experts=experts,
+        experts_per_token=active, moe_intermediate=moe_intermediate,
+    )
+
+
+def _mixtral(cfg: _Config) -> ModelShape:
+    """Mixtral: Llama attention; every layer a router and ``num_local_experts`` experts w1/w3/w2.
+
+    Experts are counted as one linear layer each (transformers 4's modules and most training
+    stacks); transformers 5 fuses them into 3-D tensors with the same parameter count.
+    """
+    att = _attention_dims(cfg)
+    layers = cfg.int("num_hidden_layers")
+    intermediate = cfg.int("intermediate_size")
+    experts = cfg.int("num_local_experts")
+    active = cfg.int("num_experts_per_tok")
+    linears = _separate_attention(att, layers, qkv_bias=False, o_bias=False)
+    linears.append(LinearSpec("gate", "router", att.hidden, experts, layers))
+    linears += _gated_mlp(
+        att.hidden, intermediate, layers, names=("w1", "w3", "w2"), copies=experts, active=active
+    )
+    return _assemble(
+        cfg, model_type="mixtral", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
+        tied=cfg.bool("tie_word_embeddings", False), num_experts=experts,
+        experts_per_token=active, moe_intermediate=intermediate,
+    )
+
+
+def _gemma(cfg: _Config, model_type: str, *, qk_norm: bool) -> ModelShape:
+    """Gemma 2 / Gemma 3 text: four RMSNorms per layer (pre/post attention and feed-forward),
+    explicit head_dim, GeGLU MLP, embeddings tied by default; Gemma 3 adds q/k norms."""
+    att = _attention_dims(cfg)
+    layers = cfg.int("num_hidden_layers")
+    intermediate = cfg.int("intermediate_size")
+    attention_bias = cfg.bool("attention_bias", False)
+    linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
+    linears += _gated_mlp(att.hidden, intermediate, layers)
+    norms = (4 * layers + 1) * att.hidden + (2 * layers * att.head_dim if qk_norm else 0)
+    return _assemble(
+        cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=norms, norms_per_layer=4, qk_norm=qk_norm,
+        tied=cfg.bool("tie_word_embeddings", True),
+    )
+
+
+def _phi3(cfg: _Config) -> ModelShape:
+    """Phi-3 / Phi-4: fused ``qkv_proj`` and ``gate_up_proj``, no biases."""
+    att = _attention_dims(cfg)
+    layers = cfg.int("num_hidden_layers")
+    intermediate = cfg.int("intermediate_size")
+    q_width = att.heads * att.head_dim
+    qkv_out = q_width + 2 * att.kv_heads * att.head_dim
+    linears = [
+        LinearSpec("qkv_proj", "qkv", att.hidden, qkv_out, layers),
+        LinearSpec("o_proj", "o", q_width, att.hidden, layers),
+        LinearSpec("gate_up_proj", "gate_up", att.hidden, 2 * intermediate, layers),
+        LinearSpec("down_proj", "down", intermediate, att.hidden, layers),
+    ]
+    return _assemble(
+        cfg, model_type="phi3", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
+        tied=cfg.bool("tie_word_embeddings", False),
+    )
+
+
+def _gpt2(cfg: _Config) -> ModelShape:
+    """GPT-2: Conv1D projections with biases, LayerNorm (weight and bias), learned positions,
+    a plain GELU MLP of width ``n_inner`` (4 x hidden by default), lm_head tied."""
+    hidden = cfg.int("n_embd", "hidden_size")
+    heads = cfg.int("n_head", "num_attention_heads")
+    layers = cfg.int("n_layer", "num_hidden_layers")
+    positions = cfg.int("n_positions", "max_position_embeddings")
+    inner = cfg.int("n_inner", default=4 * hidden)
+    if hidden % heads:
+        raise ShapeError("n_head: must divide n_embd")
+    att = _Attention(hidden, heads, heads, hidden // heads)
+    linears = [
+        LinearSpec("c_attn", "qkv", hidden, 3 * hidden, layers, bias=True),
+        LinearSpec("c_proj", "attn_out", hidden, hidden, layers, bias=True),
+        LinearSpec("c_fc", "fc", hidden, inner, layers, bias=True),
+        LinearSpec("c_proj", "fc_out", inner, hidden, layers, bias=True),
+    ]
+    return _assemble(
+        cfg, model_type="gpt2", att=att, intermediate=inner, layers=layers, linears=linears,
+        norm_params=(2 * layers + 1) * 2 * hidden, norms_per_layer=2,
+        tied=cfg.bool("tie_word_embeddings", True), extra_embedding=positions * hidden,
+        gated_mlp=False, max_positions=positions,
+    )
+
+
+_BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
+    "llama": lambda cfg: _llama_like(cfg, "llama"),
+    "mistral": lambda cfg: _llama_like(cfg, "mistral"),
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "gemma2": lambda cfg: _gemma(cfg, "gemma2", qk_norm=False),
+    "gemma3_text": lambda cfg: _gemma(cfg, "gemma3_text", qk_norm=True),
+    "phi3": _phi3,
+    "mixtral": _mixtral,
+    "gpt2": _gpt2,
+}

@@ -1,0 +1,294 @@
+"""Model states: weights, gradients, optimizer states and LoRA adapters, per GPU.
+
+The shop's article is the specification. Two accountings of full fine-tuning with Adam:
+
+* ``zero``: 2 + 2 + 12 = 16 bytes/param. ZeRO paper (Rajbhandari et al., arXiv 1910.02054,
+  section 3.1): fp16/bf16 parameters (2) and gradients (2), plus fp32 master parameters,
+  momentum and variance (4 + 4 + 4).
+* ``hf``: 6 + 4 + 8 = 18 bytes/param. Hugging Face "Model training anatomy" / "Efficient training
+  on a single GPU" docs: fp32 weights plus a half-precision copy (6), fp32 gradients (4), Adam's
+  two fp32 moments (8).
+
+LoRA (Hu et al., arXiv 2106.09685): the base is frozen (bf16, 2 bytes/param, no gradient, no
+optimizer state); an adapter of rank r on an m->n layer adds r*(m+n) trainable params, held by
+PEFT in fp32 (4) with an fp32 gradient (4) and Adam's moments (8): 16 bytes per trainable param.
+
+QLoRA (Dettmers et al., arXiv 2305.14314): block linear layers in NF4; with double quantisation
+4 + 8/64 + 32/(64*256) = 4.127 bits/param, without it 4 + 32/64 = 4.5 bits. Embeddings, lm_head,
+norms (and biases) stay bf16. bitsandbytes trains adapters only on 4-bit bases
+(Hugging Face bitsandbytes guide): a 4-bit full fine-tune is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from app.engine.errors import EngineError
+from app.engine.shapes import ATTENTION_ROLES, MLP_ROLES, LinearSpec, ModelShape
+
+Method = Literal["full", "lora", "qlora"]
+Optimizer = Literal[
+    "adamw", "adamw_8bit", "paged_adamw_32bit", "paged_adamw_8bit", "sgd", "adafactor"
+]
+Accounting = Literal["zero", "hf"]
+Quant = Literal["nf4-dq", "nf4"]
+Sharding = Literal["none", "zero1", "zero2", "zero3"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+
+METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
+OPTIMIZERS: tuple[Optimizer, ...] = (
+    "adamw", "adamw_8bit", "paged_adamw_32bit", "paged_adamw_8bit", "sgd", "adafactor"
+)
+ACCOUNTINGS: tuple[Accounting, ...] = ("zero", "hf")
+QUANTS: tuple[Quant, ...] = ("nf4-dq", "nf4")
+SHARDINGS: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
+OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
+LORA_TARGET_PRESETS: tuple[str, ...] = ("all-linear", "attention", "qv", "mlp")
+
+BF16_BYTES = 2
+FP32_BYTES = 4
+
+# Full fine-tuning, bytes per trained param: (weights, gradients).
+# zero: ZeRO paper section 3.1 (2 + 2); hf: Hugging Face model-memory docs (4 + 2 copy, 4).
+FULL_WEIGHT_GRAD_BYTES: dict[Accounting, tuple[int, int]] = {"zero": (2, 2), "hf": (6, 4)}
+
+# fp32 master copy kept by the optimizer under the ZeRO accounting (ZeRO paper: "fp32 copy of
+# the parameters"); under the hf accounting the fp32 weights are the model itself.
+ZERO_MASTER_BYTES = 4
+
+# Optimizer moments, bytes per trained param (adafactor is computed from the shapes instead).
+# AdamW: two fp32 moments (Loshchilov & Hutter; PyTorch AdamW). bitsandbytes 8-bit Adam: two
+# 8-bit moments = 2 bytes (Dettmers et al., arXiv 2110.02861; HF docs "adamw_bnb_8bit ... 2 bytes
+# per param instead of 8"). Paged variants hold the same bytes and page to CPU only under
+# pressure (QLoRA paper section 3). SGD with momentum: one fp32 buffer.
+OPTIMIZER_MOMENT_BYTES: dict[Optimizer, int] = {
+    "adamw": 8,
+    "paged_adamw_32bit": 8,
+    "adamw_8bit": 2,
+    "paged_adamw_8bit": 2,
+    "sgd": 4,
+}
+
+# NF4 storage, bits per quantised param (QLoRA paper section 3, "Double Quantization").
+NF4_BITS: dict[Quant, float] = {
+    "nf4-dq": 4 + 8 / 64 + 32 / (64 * 256),
+    "nf4": 4 + 32 / 64,
+}
+
+# PEFT keeps LoRA adapters in fp32 by default (autocast_adapter_dtype=True) with fp32 gradients.
+ADAPTER_WEIGHT_BYTES = 4
+ADAPTER_GRAD_BYTES = 4
+
+
+class StatesError(EngineError):
+    """A method/optimizer/target combination the engine refuses; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoraSetup:
+    rank: int = 16
+    targets: str | tuple[str, ...] = "all-linear"
+    dropout: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStates:
+    """Per-GPU model-state bytes, split as the result shows them."""
+
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    trainable_params: int
+    adapter_weight_bytes: int = 0
+    adapter_grad_bytes: int = 0
+    adapter_optimizer_bytes: int = 0
+
+    @property
+    def adapter_bytes(self) -> int:
+        """The trainable LoRA params with their gradients and optimizer states."""
+        return self.adapter_weight_bytes + self.adapter_grad_bytes + self.adapter_optimizer_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return (
+            self.weights_bytes + self.adapter_bytes + self.gradients_bytes + self.optimizer_bytes
+        )
+
+
+def lora_target_specs(shape: ModelShape, targets: str | Sequence[str]) -> tuple[LinearSpec, ...]:
+    """The block linear layers a LoRA target setting adapts.
+
+    Presets: ``all-linear`` (every block linear layer, as PEFT's "all-linear"; never lm_head),
+    ``attention`` (q/k/v/o, or the fused projections where the model fuses them), ``qv``
+    (q_proj and v_proj only), ``mlp`` (the MLP or expert layers, not the router). Anything else
+    is a list of module names matched like PEFT matches ``target_modules`` (by the last name).
+    """
+    if isinstance(targets, str) and targets in LORA_TARGET_PRESETS:
+        if targets == "all-linear":
+            chosen = shape.linears
+        elif targets == "attention":
+            chosen = tuple(s for s in shape.linears if s.role in ATTENTION_ROLES)
+        elif targets == "mlp":
+            chosen = tuple(s for s in shape.linears if s.role in MLP_ROLES)
+        else:
+            chosen = tuple(s for s in shape.linears if s.role in ("q", "v"))
+            if not chosen:
+                raise StatesError(
+                    "lora_targets: 'qv' needs separate q_proj and v_proj modules; "
+                    f"this {shape.model_type} model fuses them "
+                    f"({', '.join(sorted({s.name for s in shape.linears if s.role in ATTENTION_ROLES}))})"
+                )
+        return chosen
+    names = [targets] if isinstance(targets, str) else list(targets)
+    names = [n.strip() for n in names if n.strip()]
+    if not names:
+        raise StatesError("lora_targets: no module names given")
+    available = sorted({s.name for s in shape.linears})
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise StatesError(
+            f"lora_targets: {', '.join(unknown)} not in this model "
+            f"(its linear layers: {', '.join(available)}; presets: {', '.join(LORA_TARGET_PRESETS)})"
+        )
+    return tuple(s for s in shape.linears if s.name in names)
+
+
+def lora_trainable_params(shape: ModelShape, lora: LoraSetup) -> int:
+    """r * (m + n) per adapted module (LoRA paper section 4: A is r x m, B is n x r)."""
+    if lora.rank <= 0:
+        raise StatesError("lora_rank: must be at least 1")
+    return sum(
+        lora.rank * (spec.in_features + spec.out_features) * spec.instances
+        for spec in lora_target_specs(shape, lora.targets)
+    )
+
+
+def adafactor_state_bytes(shape: ModelShape, *, trainable: Literal["all", "lora"],
+                          lora: LoraSetup | None = None) -> int:
+    """Adafactor's factored second moment: a row and a column vector per matrix, a full vector
+    per 1-D param, fp32, no first moment (Shazeer & Stern, arXiv 1804.04235; HF Adafactor
+    defaults beta1=None)."""
+    if trainable == "lora":
+        setup = lora or LoraSetup()
+        # Each adapter is two matrices: A (r x m) and B (n x r).
+        return FP32_BYTES * sum(
+            (setup.rank + spec.in_features + setup.rank + spec.out_features) * spec.instances
+            for spec in lora_target_specs(shape, setup.targets)
+        )
+    matrices = sum(
+        (spec.in_features + spec.out_features) * spec.instances for spec in shape.linears
+    )
+    vectors = shape.split.norm + shape.split.other
+    embedding_rows = shape.vocab_size + shape.hidden_size
+    embeddings = embedding_rows * (1 if shape.tied_embeddings else 2)
+    if shape.model_type == "gpt2" and shape.max_positions:
+        embeddings += shape.max_positions + shape.hidden_size
+    return FP32_BYTES * (matrices + vectors + embeddings)
+
+
+def _optimizer_bytes_per_param(optimizer: Optimizer) -> int:
+    return OPTIMIZER_MOMENT_BYTES[optimizer]
+
+
+def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq") -> int:
+    """Bytes of the frozen base for LoRA (bf16) and QLoRA (NF4 linear layers, the rest bf16)."""
+    split = shape.split
+    if method == "qlora":
+        quantised = round(split.linear * NF4_BITS[quant] / 8)
+        return quantised + BF16_BYTES * (split.total - split.linear)
+    return BF16_BYTES * split.total
+
+
+def single_gpu_states(
+    shape: ModelShape,
+    *,
+    method: Method,
+    optimizer: Optimizer = "adamw",
+    accounting: Accounting = "zero",
+    lora: LoraSetup | None = None,
+    quant: Quant = "nf4-dq",
+) -> ModelStates:
+    """Model states on one GPU without sharding (the article's tables)."""
+    total = shape.total_params
+    if method == "full":
+        if optimizer == "adafactor":
+            moments = adafactor_state_bytes(shape, trainable="all")
+        else:
+            moments = _optimizer_bytes_per_param(optimizer) * total
+        weight_b, grad_b = FULL_WEIGHT_GRAD_BYTES[accounting]
+        master = ZERO_MASTER_BYTES * total if accounting == "zero" else 0
+        return ModelStates(
+            weights_bytes=weight_b * total,
+            gradients_bytes=grad_b * total,
+            optimizer_bytes=master + moments,
+            trainable_params=total,
+        )
+    setup = lora or LoraSetup()
+    trainable = lora_trainable_params(shape, setup)
+    if optimizer == "adafactor":
+        adapter_moments = adafactor_state_bytes(shape, trainable="lora", lora=setup)
+    else:
+        adapter_moments = _optimizer_bytes_per_param(optimizer) * trainable
+    return ModelStates(
+        weights_bytes=base_weight_bytes(shape, method, quant),
+        gradients_bytes=0,
+        optimizer_bytes=0,
+        trainable_params=trainable,
+        adapter_weight_bytes=ADAPTER_WEIGHT_BYTES * trainable,
+        adapter_grad_bytes=ADAPTER_GRAD_BYTES * trainable,
+        adapter_optimizer_bytes=adapter_moments,
+    )
+
+
+def shard_states(
+    states: ModelStates,
+    *,
+    gpus: int,
+    sharding: Sharding,
+    offload: Offload = "none",
+) -> ModelStates:
+    """Per-GPU states under ZeRO / FSDP data parallelism (ZeRO paper section 5).
+
+    zero1 partitions optimizer states, zero2 also gradients, zero3 (= FSDP FULL_SHARD) also the
+    parameters: "memory reduction is linear in the DP degree". Adapter states are trainable
+    states and shard like them. Offload (ZeRO-Offload, arXiv 2101.06840) moves optimizer states
+    to CPU memory; with zero3, ``optimizer+params`` also moves the parameter shards
+    (ZeRO-Infinity, arXiv 2104.07857); the gathered layer stays on the GPU.
+    """
+    if gpus < 1:
+        raise StatesError("gpus: must be at least 1")
+    if offload == "optimizer+params" and sharding != "zero3":
+        raise StatesError("offload: parameter offload needs sharding zero3")
+    n = gpus if sharding != "none" else 1
+    shard_optimizer = sharding in ("zero1", "zero2", "zero3")
+    shard_gradients = sharding in ("zero2", "zero3")
+    shard_weights = sharding == "zero3"
+    offload_optimizer = offload in ("optimizer", "optimizer+params")
+    offload_weights = offload == "optimizer+params"
+
+    def place(value: int, *, sharded: bool, offloaded: bool = False) -> int:
+        if offloaded:
+            return 0
+        return _ceil_div(value, n) if sharded else value
+
+    return ModelStates(
+        weights_bytes=place(states.weights_bytes, sharded=shard_weights, offloaded=offload_weights),
+        gradients_bytes=place(states.gradients_bytes, sharded=shard_gradients),
+        optimizer_bytes=place(
+            states.optimizer_bytes, sharded=shard_optimizer, offloaded=offload_optimizer
+        ),
+        trainable_params=states.trainable_params,
+        adapter_weight_bytes=place(
+            states.adapter_weight_bytes, sharded=shard_weights, offloaded=offload_weights
+        ),
+        adapter_grad_bytes=place(states.adapter_grad_bytes, sharded=shard_gradients),
+        adapter_optimizer_bytes=place(
+            states.adapter_optimizer_bytes, sharded=shard_optimizer, offloaded=offload_optimizer
+        ),
+    )
+
+
+def _ceil_div(value: int, by: int) -> int:
+    return -(-value // by)
