@@ -1,0 +1,158 @@
+"""``sizer estimate``: the engine's answer on the command line, as JSON or a table.
+
+``--model`` resolves against the catalog: the database when it is reachable and migrated, the
+seed files otherwise, so the command works before any server has run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.catalog.schemas import Catalog
+from app.catalog.seed import load_seed_catalog
+from app.engine import EstimateResult, Job
+from app.engine.activations import ATTENTIONS
+from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
+from app.errors import DomainError
+from app.estimates import service
+
+GB = 10**9
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "estimate", help="memory per GPU for fine-tuning a model, and the cards it fits"
+    )
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--model", metavar="SLUG", help="a model in the catalog")
+    model.add_argument("--model-config", metavar="PATH", type=Path,
+                       help="a Hugging Face config.json file")
+    parser.add_argument("--method", choices=METHODS, required=True)
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    parser.add_argument("--accounting", choices=ACCOUNTINGS, default="zero")
+    parser.add_argument("--lora-rank", type=int, default=16)
+    parser.add_argument("--lora-targets", default="all-linear",
+                        help="all-linear, attention, qv, mlp, or NAME,NAME")
+    parser.add_argument("--lora-dropout", type=float, default=0.0)
+    parser.add_argument("--quant", choices=QUANTS, default=None)
+    parser.add_argument("--batch-size", type=int, default=1)
+    parser.add_argument("--seq-len", type=int, default=2048)
+    parser.add_argument("--gradient-checkpointing", action="store_true")
+    parser.add_argument("--attention", choices=ATTENTIONS, default="flash")
+    parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--sharding", choices=SHARDINGS, default="none")
+    parser.add_argument("--offload", choices=OFFLOADS, default="none")
+    parser.add_argument("--chunked-loss", action="store_true",
+                        help="a chunked or fused cross-entropy (Liger Kernel, torchtune)")
+    parser.add_argument("--gpu", action="append", default=[], metavar="SLUG",
+                        help="hold the job against this card (repeatable); default: every card")
+    parser.add_argument("--format", choices=("json", "table"), default="table")
+    parser.set_defaults(func=run)
+
+
+def _targets(value: str) -> str | tuple[str, ...]:
+    if "," in value:
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value.strip()
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DomainError(f"model-config: cannot read {path}: {error.strerror}") from error
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DomainError(f"model-config: {path} is not a JSON file ({error})") from error
+    if not isinstance(data, dict):
+        raise DomainError(f"model-config: {path} does not hold a JSON object")
+    return data
+
+
+def load_catalog() -> Catalog:
+    """The database's catalog when it is reachable and migrated; the seed files otherwise."""
+    try:
+        from app.catalog.service import get_catalog
+        from app.config import load_settings
+        from app.db import migrate
+        from app.db.session import make_engine, make_session_factory
+
+        settings = load_settings()
+        engine = make_engine(settings.database_url)
+        try:
+            if not migrate.migration_state(engine).at_head:
+                return load_seed_catalog()
+            with make_session_factory(engine)() as session:
+                catalog = get_catalog(session)
+        finally:
+            engine.dispose()
+        return catalog if catalog.gpus else load_seed_catalog()
+    except Exception:  # noqa: BLE001 - any database trouble means: use the seed files
+        return load_seed_catalog()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = _read_config(args.model_config) if args.model_config else None
+        job = Job(
+            method=args.method, optimizer=args.optimizer, accounting=args.accounting,
+            lora_rank=args.lora_rank, lora_targets=_targets(args.lora_targets),
+            lora_dropout=args.lora_dropout, quant=args.quant, batch_size=args.batch_size,
+            seq_len=args.seq_len, gradient_checkpointing=args.gradient_checkpointing,
+            attention=args.attention, gpus=args.gpus, sharding=args.sharding,
+            offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
+        )
+        request = service.EstimateRequest(
+            job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)
+        )
+        result = service.estimate(load_catalog(), request)
+    except DomainError as error:
+        print(f"sizer estimate: error: {error.detail}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(format_table(result))
+    return 0
+
+
+def _gb(value: int) -> str:
+    return f"{value / GB:.1f}"
+
+
+def format_table(result: EstimateResult) -> str:
+    """The same numbers for people: aligned, GB with one decimal."""
+    b = result.per_gpu_bytes
+    lines = [
+        f"engine {result.engine_version}  {result.model_type}  "
+        f"params {result.params.total:,}  trainable {result.params.trainable:,}",
+        "",
+        "per GPU            GB",
+    ]
+    for label, value in (
+        ("weights", b.weights), ("adapter", b.adapter), ("gradients", b.gradients),
+        ("optimizer", b.optimizer), ("activations", b.activations), ("overhead", b.overhead),
+        ("total", b.total),
+    ):
+        lines.append(f"  {label:<14}{_gb(value):>7}")
+    lines.append(f"  peak phase: {result.peak_phase}")
+    lines.append("")
+    header = f"  {'card':<22}{'usable':>8}{'free':>8}  {'fits':<5}{'max batch':>10}{'max seq':>9}"
+    lines.append(header)
+    for fit in result.fits:
+        lines.append(
+            f"  {fit.gpu:<22}{_gb(fit.usable_bytes):>8}{_gb(fit.free_bytes):>8}  "
+            f"{'yes' if fit.fits else 'no':<5}{fit.max_batch_size:>10}{fit.max_seq_len:>9}"
+        )
+    if result.levers:
+        lines += ["", "  levers (card: change -> total GB; price in speed)"]
+        for lever in result.levers:
+            lines.append(
+                f"  {lever.gpu}: {lever.lever} -> {_gb(lever.total_bytes)}; {lever.speed}"
+            )
+    lines += ["", "assumptions:"] + [f"  - {item}" for item in result.assumptions]
+    lines += [f"warning: {item}" for item in result.warnings]
+    return "\n".join(lines)

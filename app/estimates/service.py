@@ -1,0 +1,85 @@
+"""The estimate service: resolve the model and the cards in the catalog, then call the engine.
+
+The storefront, the partner API and the ``sizer estimate`` command all call :func:`estimate`;
+none of them computes memory itself, so the three give identical numbers for the same input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.catalog.schemas import Catalog, GpuRecord, ModelRecord
+from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, parse_config
+from app.engine import estimate as engine_estimate
+from app.errors import InvalidInput, NotFound
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateRequest:
+    """A model (a catalog slug or an inline config.json) and how to train it."""
+
+    job: Job
+    model_slug: str | None = None
+    model_config: Mapping[str, Any] | None = None
+    gpu_slugs: tuple[str, ...] = field(default=())
+    with_levers: bool = True
+
+
+def gpu_spec(record: GpuRecord) -> GpuSpec:
+    """A catalog GPU as the engine sees it."""
+    return GpuSpec(
+        slug=record.slug,
+        name=record.name,
+        usable_bytes=record.usable_bytes,
+        compute_capability=record.compute_capability,
+        interconnect=record.interconnect,
+        unified_memory="unified" in record.memory_type.lower(),
+    )
+
+
+def resolve_shape(catalog: Catalog, request: EstimateRequest) -> tuple[ModelShape, str | None]:
+    """The model's shape and, for a catalog model, its slug. Raises NotFound / InvalidInput."""
+    if (request.model_slug is None) == (request.model_config is None):
+        raise InvalidInput("model: give either a catalog model slug or a config.json object")
+    config: Mapping[str, Any]
+    if request.model_slug is not None:
+        config = find_model(catalog, request.model_slug).config
+    else:
+        config = request.model_config or {}
+    try:
+        return parse_config(config), request.model_slug
+    except EngineError as error:
+        raise InvalidInput(f"model_config.{error.field}: {error.reason}") from error
+
+
+def find_model(catalog: Catalog, slug: str) -> ModelRecord:
+    for model in catalog.models:
+        if model.slug == slug:
+            return model
+    raise NotFound(f"model: no model '{slug}' in the catalog")
+
+
+def select_gpus(catalog: Catalog, slugs: Sequence[str]) -> list[GpuRecord]:
+    """The cards to hold the job against: the named ones, or every active card."""
+    if not slugs:
+        return list(catalog.gpus)
+    by_slug = {gpu.slug: gpu for gpu in catalog.gpus}
+    missing = [slug for slug in slugs if slug not in by_slug]
+    if missing:
+        raise NotFound(f"gpu: no GPU {', '.join(repr(s) for s in missing)} in the catalog")
+    return [by_slug[slug] for slug in slugs]
+
+
+def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
+    """The engine's answer for this request against the catalog's cards.
+
+    Engine input errors become :class:`InvalidInput` with the field named, so each surface can
+    point at it."""
+    shape, _ = resolve_shape(catalog, request)
+    gpus = [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)]
+    try:
+        return engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
+    except EngineError as error:
+        raise InvalidInput(f"{error.field}: {error.reason}") from error

@@ -1,0 +1,84 @@
+"""Parameter counts equal what transformers builds, to the parameter, for every seed model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.engine import EngineError, parse_config
+from app.engine.states import LoraSetup, lora_trainable_params
+from tests.engine.reference import REFERENCE, seed_model_config, seed_model_index
+
+MODELS = seed_model_index()
+
+
+@pytest.mark.parametrize("entry", MODELS, ids=[m["slug"] for m in MODELS])
+def test_counts_equal_transformers(entry: dict[str, Any]) -> None:
+    shape = parse_config(seed_model_config(entry))
+    assert shape.total_params == entry["total_params"]
+    assert shape.split.embedding == entry["embedding_params"]
+    assert shape.split.lm_head == entry["lm_head_params"]
+    assert shape.split.norm == entry["norm_params"]
+    assert shape.tied_embeddings is entry["tied_word_embeddings"]
+    if entry.get("active_params") is not None:
+        assert shape.active_params == entry["active_params"]
+    else:
+        assert shape.active_params == shape.total_params
+
+
+@pytest.mark.parametrize("entry", MODELS, ids=[m["slug"] for m in MODELS])
+def test_lora_r16_all_linear_equals_peft(entry: dict[str, Any]) -> None:
+    """PEFT's count; for experts, the one-linear-layer-per-expert convention (index.json note)."""
+    expected = entry.get("lora_r16_all_linear_per_expert_linear") or entry["lora_r16_all_linear"]
+    shape = parse_config(seed_model_config(entry))
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == expected
+
+
+def test_reference_index_agrees_with_seed_index() -> None:
+    import json
+
+    reference = json.loads((REFERENCE / "models" / "index.json").read_text())["models"]
+    seeded = {m["slug"]: m for m in MODELS}
+    for entry in reference:
+        assert seeded[entry["slug"]]["total_params"] == entry["total_params"]
+
+
+def test_the_split_adds_up_and_biases_are_other() -> None:
+    qwen = parse_config(seed_model_config(next(m for m in MODELS if m["slug"] == "qwen2.5-7b")))
+    assert qwen.split.total == qwen.total_params
+    # q, k and v carry biases in Qwen2: (h + 2 * kv) per layer
+    assert qwen.split.other == 28 * (3584 + 2 * 4 * 128)
+
+
+def test_mixture_of_experts_counts_every_expert_and_two_active() -> None:
+    mixtral = parse_config(seed_model_config(next(m for m in MODELS if m["slug"] == "mixtral-8x7b")))
+    assert mixtral.num_experts == 8 and mixtral.experts_per_token == 2
+    assert mixtral.active_params < mixtral.total_params / 3
+
+
+BAD_CONFIGS = [
+    ({}, "model_type"),
+    ({"model_type": "bert"}, "model_type"),
+    ({"model_type": "llama", "hidden_size": 64}, "num_attention_heads"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "num_hidden_layers": 2, "intermediate_size": 128}, "vocab_size"),
+    ({"model_type": "llama", "hidden_size": -64, "num_attention_heads": 4}, "hidden_size"),
+    ({"model_type": "llama", "hidden_size": "64", "num_attention_heads": 4}, "hidden_size"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "num_key_value_heads": 3}, "num_key_value_heads"),
+    ({"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4,
+      "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 10}, "num_local_experts"),
+    ({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 10},
+     "n_positions"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 10,
+      "tie_word_embeddings": "yes"}, "tie_word_embeddings"),
+]
+
+
+@pytest.mark.parametrize(("config", "field"), BAD_CONFIGS)
+def test_a_config_the_engine_cannot_read_names_the_field(config: dict[str, Any], field: str) -> None:
+    with pytest.raises(EngineError) as caught:
+        parse_config(config)
+    assert caught.value.field == field
