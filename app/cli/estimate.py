@@ -90,7 +90,7 @@ def load_catalog() -> Catalog:
         finally:
             engine.dispose()
         return catalog if catalog.gpus else load_seed_catalog()
-    except Exception:  # noqa: BLE001 - any database trouble means: use the seed files
+    except Exception:
         return load_seed_catalog()
 
 

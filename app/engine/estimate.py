@@ -393,7 +393,7 @@ def estimate(
         for fit, gpu in zip(fits, gpus, strict=True):
             if not fit.fits:
                 levers.extend(_levers_for(models, job, gpu, options))
-    by_accounting = {
+    by_accounting: dict[str, int] = {
         acc: single_gpu_states(
             shape, method=job.method, optimizer=job.optimizer, accounting=acc, lora=job.lora,
             quant=job.effective_quant,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Literal
 
 from app.engine.overhead import FRAGMENTATION_FRACTION
@@ -63,7 +62,7 @@ class StepTotals:
     fragmentation_bytes: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepModel:
     moments: tuple[PhaseTerms, ...]
     model_states_bytes: int
@@ -97,87 +96,57 @@ class StepModel:
     def fits(self, usable_bytes: int, batch: int, seq: int) -> bool:
         return self.total_bytes(batch, seq) <= usable_bytes
 
-    @cached_property
-    def _pair_terms(self) -> tuple[tuple[int, int, int], ...]:
-        """Every (live moment, dynamic moment) pair as ``c + t*k + t*s*q <= budget``
-        coefficients, with the model-state floor as one more live moment. The total fits when
-        every pair's inequality holds (up to the rounding of the fragmentation margin), which
-        gives the closed-form bounds below. Independent of the card, so computed once."""
-        floor = PhaseTerms("floor", "optimizer", self.model_states_bytes, 0, 0, 0)
-        frac = FRAGMENTATION_FRACTION
-        return tuple(
-            (
-                int(live_m.static + live_m.fixed + frac * dyn_m.fixed),
-                int(live_m.per_token + frac * dyn_m.per_token) + 1,
-                int(live_m.per_token_seq + frac * dyn_m.per_token_seq)
-                + (1 if live_m.per_token_seq or dyn_m.per_token_seq else 0),
-            )
-            for live_m in (*self.moments, floor)
-            for dyn_m in self.moments
-        )
-
-    def _pairs(self, usable_bytes: int) -> list[tuple[int, int, int]]:
-        budget = usable_bytes - self.fixed_overhead_bytes
-        return [(c - budget, k, q) for c, k, q in self._pair_terms]
-
     def max_batch_size(self, usable_bytes: int, seq: int) -> int:
-        """The largest micro-batch that fits at this sequence length (0 if none does).
-
-        Each moment's total is linear in the batch, so a bound comes in closed form; the exact
-        answer is then found by stepping from it with the same arithmetic as
-        :meth:`total_bytes`.
-        """
-        if not self.fits(usable_bytes, 1, seq):
-            return 0
-        bound = BATCH_SEARCH_LIMIT
-        for const, per_token, per_token_seq in self._pairs(usable_bytes):
-            slope = seq * (per_token + per_token_seq * seq)
-            if slope > 0:
-                bound = min(bound, max(1, -const // slope))
-        return self._step(lambda b: self.fits(usable_bytes, b, seq), bound, BATCH_SEARCH_LIMIT)
+        """The largest micro-batch that fits at this sequence length (0 if none does)."""
+        return _largest_fitting(lambda b: self.total_bytes(b, seq), usable_bytes,
+                                BATCH_SEARCH_LIMIT)
 
     def max_seq_len(self, usable_bytes: int, batch: int, limit: int | None) -> int:
-        """The longest sequence that fits at this micro-batch, up to the model's maximum.
+        """The longest sequence that fits at this micro-batch, up to the model's maximum
+        (0 if not even one token does)."""
+        return _largest_fitting(lambda s: self.total_bytes(batch, s), usable_bytes,
+                                limit or SEQUENCE_SEARCH_LIMIT)
 
-        Each moment is quadratic in the sequence (eager attention) or linear; the bound is the
-        smallest positive root, then refined exactly as for the batch."""
-        cap = limit or SEQUENCE_SEARCH_LIMIT
-        if not self.fits(usable_bytes, batch, 1):
-            return 0
-        bound = cap
-        for const, per_token, per_token_seq in self._pairs(usable_bytes):
-            a = batch * per_token_seq
-            b = batch * per_token
-            if a > 0:
-                root = (-b + math.sqrt(b * b - 4 * a * const)) / (2 * a)
-            elif b > 0:
-                root = -const / b
-            else:
-                continue
-            bound = min(bound, max(1, int(root)))
-        return self._step(lambda s: self.fits(usable_bytes, batch, s), bound, cap)
 
-    @staticmethod
-    def _step(fits: Callable[[int], bool], start: int, cap: int) -> int:
-        """From a bound near the answer, the largest value in [1, cap] that fits (fits(1) holds).
+# Secant steps before falling back to bisection; two or three suffice for real jobs.
+SECANT_STEPS = 8
 
-        Steps one at a time near the bound and bisects if it was far off."""
-        value = max(1, min(start, cap))
-        if fits(value):
-            if value == cap or not fits(value + 1):
-                return value
-            low, high = value + 1, cap + 1  # fits(low); high is past the cap
-            if fits(cap):
-                return cap
-            high = cap
+
+def _largest_fitting(total: Callable[[int], int], budget: int, cap: int) -> int:
+    """The largest x in [1, cap] with ``total(x) <= budget``, or 0.
+
+    ``total`` is increasing and convex in x (a maximum of linear or quadratic phase terms
+    plus a margin), so the chord between a fitting and a non-fitting point never
+    overshoots the answer: each secant step lands on a fitting x, and checking x + 1 ends
+    the search. Bisection takes over should the chord converge slowly. Exact to one, with
+    the same arithmetic as :meth:`StepModel.total_bytes`.
+    """
+    lo, f_lo = 1, total(1)
+    if f_lo > budget:
+        return 0
+    hi, f_hi = cap, total(cap)
+    if f_hi <= budget:
+        return cap
+    for _ in range(SECANT_STEPS):
+        if hi - lo <= 1:
+            return lo
+        x = lo + int((budget - f_lo) * (hi - lo) / (f_hi - f_lo))
+        x = min(max(x, lo + 1), hi - 1)
+        f_x = total(x)
+        if f_x > budget:
+            hi, f_hi = x, f_x
+            continue
+        lo, f_lo = x, f_x
+        if lo + 1 == hi:
+            return lo
+        f_next = total(lo + 1)
+        if f_next > budget:
+            return lo
+        lo, f_lo = lo + 1, f_next
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if total(mid) <= budget:
+            lo = mid
         else:
-            if value == 1 or fits(value - 1):
-                return value - 1 if value > 1 else 1
-            low, high = 1, value - 1
-        while high - low > 1:  # fits(low), not fits(high)
-            mid = (low + high) // 2
-            if fits(mid):
-                low = mid
-            else:
-                high = mid
-        return low
+            hi = mid
+    return lo

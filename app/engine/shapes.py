@@ -143,7 +143,8 @@ class ModelShape:
         with some dense layers that counts the dense MLP too, an overestimate of a few percent.
         """
         linear = sum(
-            spec.copies * (spec.in_features * spec.out_features + (spec.out_features if spec.bias else 0))
+            spec.copies * spec.in_features * spec.out_features
+            + (spec.copies * spec.out_features if spec.bias else 0)
             for spec in self.linears
         )
         return linear + self.split.norm // max(self.num_layers, 1)
@@ -181,7 +182,7 @@ class _Config:
     def __init__(self, raw: Mapping[str, object]) -> None:
         self.raw = raw
 
-    def int(self, *names: str, default: int | None = None) -> int:
+    def integer(self, *names: str, default: int | None = None) -> int:
         for name in names:
             value = self.raw.get(name)
             if value is None:
@@ -201,7 +202,7 @@ class _Config:
             raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
         return value
 
-    def bool(self, name: str, default: bool) -> bool:
+    def flag(self, name: str, default: bool) -> bool:
         value = self.raw.get(name, default)
         if value is None:
             return default
@@ -229,9 +230,9 @@ class _Attention:
 
 
 def _attention_dims(cfg: _Config) -> _Attention:
-    hidden = cfg.int("hidden_size")
-    heads = cfg.int("num_attention_heads")
-    kv_heads = cfg.int("num_key_value_heads", default=heads)
+    hidden = cfg.integer("hidden_size")
+    heads = cfg.integer("num_attention_heads")
+    kv_heads = cfg.integer("num_key_value_heads", default=heads)
     explicit = cfg.optional_int("head_dim")
     if explicit is None:
         if hidden % heads:
@@ -287,7 +288,7 @@ def _assemble(
     gated_mlp: bool = True,
     max_positions: int | None = None,
 ) -> ModelShape:
-    vocab = cfg.int("vocab_size")
+    vocab = cfg.integer("vocab_size")
     embedding = vocab * att.hidden + extra_embedding
     split = ParamSplit(
         linear=sum(spec.weight_params for spec in linears),
@@ -323,45 +324,45 @@ def _assemble(
 def _llama_like(cfg: _Config, model_type: str) -> ModelShape:
     """Llama and Mistral: RMSNorm before attention and MLP, SwiGLU, optional biases."""
     att = _attention_dims(cfg)
-    layers = cfg.int("num_hidden_layers")
-    intermediate = cfg.int("intermediate_size")
-    attention_bias = cfg.bool("attention_bias", False)
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    attention_bias = cfg.flag("attention_bias", False)
     linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
-    linears += _gated_mlp(att.hidden, intermediate, layers, bias=cfg.bool("mlp_bias", False))
+    linears += _gated_mlp(att.hidden, intermediate, layers, bias=cfg.flag("mlp_bias", False))
     return _assemble(
         cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
-        tied=cfg.bool("tie_word_embeddings", False),
+        tied=cfg.flag("tie_word_embeddings", False),
     )
 
 
 def _qwen2(cfg: _Config) -> ModelShape:
     """Qwen2 / Qwen2.5: Llama layout with biases on q, k and v (not on o)."""
     att = _attention_dims(cfg)
-    layers = cfg.int("num_hidden_layers")
-    intermediate = cfg.int("intermediate_size")
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
     linears = _separate_attention(att, layers, qkv_bias=True, o_bias=False)
     linears += _gated_mlp(att.hidden, intermediate, layers)
     return _assemble(
         cfg, model_type="qwen2", att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
-        tied=cfg.bool("tie_word_embeddings", False),
+        tied=cfg.flag("tie_word_embeddings", False),
     )
 
 
 def _qwen3(cfg: _Config) -> ModelShape:
     """Qwen3 dense: RMSNorm on q and k per head (head_dim weights each), explicit head_dim."""
     att = _attention_dims(cfg)
-    layers = cfg.int("num_hidden_layers")
-    intermediate = cfg.int("intermediate_size")
-    attention_bias = cfg.bool("attention_bias", False)
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    attention_bias = cfg.flag("attention_bias", False)
     linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
     linears += _gated_mlp(att.hidden, intermediate, layers)
     norms = (2 * layers + 1) * att.hidden + 2 * layers * att.head_dim
     return _assemble(
         cfg, model_type="qwen3", att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=True,
-        tied=cfg.bool("tie_word_embeddings", False),
+        tied=cfg.flag("tie_word_embeddings", False),
     )
 
 
@@ -373,16 +374,16 @@ def _qwen3_moe(cfg: _Config) -> ModelShape:
     ``intermediate_size``.
     """
     att = _attention_dims(cfg)
-    layers = cfg.int("num_hidden_layers")
-    intermediate = cfg.int("intermediate_size")
-    experts = cfg.int("num_experts")
-    active = cfg.int("num_experts_per_tok")
-    moe_intermediate = cfg.int("moe_intermediate_size")
-    step = cfg.int("decoder_sparse_step", default=1)
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    experts = cfg.integer("num_experts")
+    active = cfg.integer("num_experts_per_tok")
+    moe_intermediate = cfg.integer("moe_intermediate_size")
+    step = cfg.integer("decoder_sparse_step", default=1)
     mlp_only = set(cfg.int_list("mlp_only_layers"))
     sparse = sum(1 for i in range(layers) if i not in mlp_only and (i + 1) % step == 0)
     dense = layers - sparse
-    attention_bias = cfg.bool("attention_bias", False)
+    attention_bias = cfg.flag("attention_bias", False)
     linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
     if sparse:
         linears.append(LinearSpec("gate", "router", att.hidden, experts, sparse))
@@ -395,7 +396,7 @@ def _qwen3_moe(cfg: _Config) -> ModelShape:
     return _assemble(
         cfg, model_type="qwen3_moe", att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=True,
-        tied=cfg.bool("tie_word_embeddings", False), num_experts=experts,
+        tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,
         experts_per_token=active, moe_intermediate=moe_intermediate,
     )
 
@@ -407,10 +408,10 @@ def _mixtral(cfg: _Config) -> ModelShape:
     stacks); transformers 5 fuses them into 3-D tensors with the same parameter count.
     """
     att = _attention_dims(cfg)
-    layers = cfg.int("num_hidden_layers")
-    intermediate = cfg.int("intermediate_size")
-    experts = cfg.int("num_local_experts")
-    active = cfg.int("num_experts_per_tok")
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    experts = cfg.integer("num_local_experts")
+    active = cfg.integer("num_experts_per_tok")
     linears = _separate_attention(att, layers, qkv_bias=False, o_bias=False)
     linears.append(LinearSpec("gate", "router", att.hidden, experts, layers))
     linears += _gated_mlp(
@@ -419,7 +420,7 @@ def _mixtral(cfg: _Config) -> ModelShape:
     return _assemble(
         cfg, model_type="mixtral", att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
-        tied=cfg.bool("tie_word_embeddings", False), num_experts=experts,
+        tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,
         experts_per_token=active, moe_intermediate=intermediate,
     )
 
@@ -428,24 +429,24 @@ def _gemma(cfg: _Config, model_type: str, *, qk_norm: bool) -> ModelShape:
     """Gemma 2 / Gemma 3 text: four RMSNorms per layer (pre/post attention and feed-forward),
     explicit head_dim, GeGLU MLP, embeddings tied by default; Gemma 3 adds q/k norms."""
     att = _attention_dims(cfg)
-    layers = cfg.int("num_hidden_layers")
-    intermediate = cfg.int("intermediate_size")
-    attention_bias = cfg.bool("attention_bias", False)
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    attention_bias = cfg.flag("attention_bias", False)
     linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
     linears += _gated_mlp(att.hidden, intermediate, layers)
     norms = (4 * layers + 1) * att.hidden + (2 * layers * att.head_dim if qk_norm else 0)
     return _assemble(
         cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=norms, norms_per_layer=4, qk_norm=qk_norm,
-        tied=cfg.bool("tie_word_embeddings", True),
+        tied=cfg.flag("tie_word_embeddings", True),
     )
 
 
 def _phi3(cfg: _Config) -> ModelShape:
     """Phi-3 / Phi-4: fused ``qkv_proj`` and ``gate_up_proj``, no biases."""
     att = _attention_dims(cfg)
-    layers = cfg.int("num_hidden_layers")
-    intermediate = cfg.int("intermediate_size")
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
     q_width = att.heads * att.head_dim
     qkv_out = q_width + 2 * att.kv_heads * att.head_dim
     linears = [
@@ -457,18 +458,18 @@ def _phi3(cfg: _Config) -> ModelShape:
     return _assemble(
         cfg, model_type="phi3", att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
-        tied=cfg.bool("tie_word_embeddings", False),
+        tied=cfg.flag("tie_word_embeddings", False),
     )
 
 
 def _gpt2(cfg: _Config) -> ModelShape:
     """GPT-2: Conv1D projections with biases, LayerNorm (weight and bias), learned positions,
     a plain GELU MLP of width ``n_inner`` (4 x hidden by default), lm_head tied."""
-    hidden = cfg.int("n_embd", "hidden_size")
-    heads = cfg.int("n_head", "num_attention_heads")
-    layers = cfg.int("n_layer", "num_hidden_layers")
-    positions = cfg.int("n_positions", "max_position_embeddings")
-    inner = cfg.int("n_inner", default=4 * hidden)
+    hidden = cfg.integer("n_embd", "hidden_size")
+    heads = cfg.integer("n_head", "num_attention_heads")
+    layers = cfg.integer("n_layer", "num_hidden_layers")
+    positions = cfg.integer("n_positions", "max_position_embeddings")
+    inner = cfg.integer("n_inner", default=4 * hidden)
     if hidden % heads:
         raise ShapeError("n_head: must divide n_embd")
     att = _Attention(hidden, heads, heads, hidden // heads)
@@ -481,7 +482,7 @@ def _gpt2(cfg: _Config) -> ModelShape:
     return _assemble(
         cfg, model_type="gpt2", att=att, intermediate=inner, layers=layers, linears=linears,
         norm_params=(2 * layers + 1) * 2 * hidden, norms_per_layer=2,
-        tied=cfg.bool("tie_word_embeddings", True), extra_embedding=positions * hidden,
+        tied=cfg.flag("tie_word_embeddings", True), extra_embedding=positions * hidden,
         gated_mlp=False, max_positions=positions,
     )
 

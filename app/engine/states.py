@@ -135,10 +135,11 @@ def lora_target_specs(shape: ModelShape, targets: str | Sequence[str]) -> tuple[
         else:
             chosen = tuple(s for s in shape.linears if s.role in ("q", "v"))
             if not chosen:
+                fused = sorted({s.name for s in shape.linears if s.role in ATTENTION_ROLES})
                 raise StatesError(
                     "lora_targets: 'qv' needs separate q_proj and v_proj modules; "
                     f"this {shape.model_type} model fuses them "
-                    f"({', '.join(sorted({s.name for s in shape.linears if s.role in ATTENTION_ROLES}))})"
+                    f"({', '.join(fused)})"
                 )
         return chosen
     names = [targets] if isinstance(targets, str) else list(targets)
@@ -150,7 +151,8 @@ def lora_target_specs(shape: ModelShape, targets: str | Sequence[str]) -> tuple[
     if unknown:
         raise StatesError(
             f"lora_targets: {', '.join(unknown)} not in this model "
-            f"(its linear layers: {', '.join(available)}; presets: {', '.join(LORA_TARGET_PRESETS)})"
+            f"(its linear layers: {', '.join(available)}; "
+            f"presets: {', '.join(LORA_TARGET_PRESETS)})"
         )
     return tuple(s for s in shape.linears if s.name in names)
 

@@ -27,7 +27,9 @@ def states_for(case: dict[str, Any], slug: str | None = None) -> ModelStates:
         method=method,
         optimizer=case.get("optimizer", "adamw"),
         accounting=case.get("accounting", "zero"),
-        lora=LoraSetup(rank=case.get("lora_rank", 16), targets=case.get("lora_targets", "all-linear")),
+        lora=LoraSetup(
+            rank=case.get("lora_rank", 16), targets=case.get("lora_targets", "all-linear")
+        ),
     )
     gpus = case.get("gpus", 1)
     return shard_states(single, gpus=gpus, sharding=case.get("sharding", "none"))

@@ -52,7 +52,8 @@ def test_the_split_adds_up_and_biases_are_other() -> None:
 
 
 def test_mixture_of_experts_counts_every_expert_and_two_active() -> None:
-    mixtral = parse_config(seed_model_config(next(m for m in MODELS if m["slug"] == "mixtral-8x7b")))
+    entry = next(m for m in MODELS if m["slug"] == "mixtral-8x7b")
+    mixtral = parse_config(seed_model_config(entry))
     assert mixtral.num_experts == 8 and mixtral.experts_per_token == 2
     assert mixtral.active_params < mixtral.total_params / 3
 
@@ -78,7 +79,9 @@ BAD_CONFIGS = [
 
 
 @pytest.mark.parametrize(("config", "field"), BAD_CONFIGS)
-def test_a_config_the_engine_cannot_read_names_the_field(config: dict[str, Any], field: str) -> None:
+def test_a_config_the_engine_cannot_read_names_the_field(
+    config: dict[str, Any], field: str
+) -> None:
     with pytest.raises(EngineError) as caught:
         parse_config(config)
     assert caught.value.field == field

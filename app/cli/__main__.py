@@ -1,0 +1,7 @@
+"""`python -m app.cli` runs the `sizer` command."""
+
+import sys
+
+from app.cli import main
+
+sys.exit(main())

@@ -1,0 +1,104 @@
+"""`sizer estimate` as a user runs it: a real process, real output, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.engine.reference import REFERENCE
+
+
+def sizer(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SIZER_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=env,
+        timeout=60,
+    )
+
+
+def test_json_document_has_the_contracted_shape(tmp_path: Path) -> None:
+    run = sizer("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--format", "json",
+                tmp_path=tmp_path)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert set(doc) >= {"engine_version", "params", "per_gpu_bytes", "model_states_bytes",
+                        "peak_phase", "fits", "levers", "assumptions"}
+    assert doc["params"]["total"] == 8030261248
+    assert doc["params"]["trainable"] == 41943040
+    per_gpu = doc["per_gpu_bytes"]
+    assert per_gpu["total"] == sum(per_gpu[k] for k in
+                                   ("weights", "adapter", "gradients", "optimizer",
+                                    "activations", "overhead"))
+    assert doc["model_states_bytes"] == sum(per_gpu[k] for k in
+                                            ("weights", "adapter", "gradients", "optimizer"))
+    assert doc["peak_phase"] in ("forward", "backward", "optimizer")
+    slugs = {fit["gpu"] for fit in doc["fits"]}
+    assert {"rtx-pro-6000", "h200-nvl", "dgx-spark", "rtx-pro-4500"} <= slugs
+    for fit in doc["fits"]:
+        assert set(fit) >= {"gpu", "usable_bytes", "free_bytes", "fits", "max_batch_size",
+                            "max_seq_len"}
+
+
+def test_table_shows_the_same_numbers(tmp_path: Path) -> None:
+    args = ("estimate", "--model", "qwen3-32b", "--method", "qlora", "--gpu", "rtx-pro-4500")
+    table = sizer(*args, tmp_path=tmp_path)
+    doc = json.loads(sizer(*args, "--format", "json", tmp_path=tmp_path).stdout)
+    assert table.returncode == 0
+    total_gb = f"{doc['per_gpu_bytes']['total'] / 1e9:.1f}"
+    assert any(line.split()[:2] == ["total", total_gb] for line in table.stdout.splitlines())
+    assert "rtx-pro-4500" in table.stdout
+
+
+def test_model_config_file_works_like_a_slug(tmp_path: Path) -> None:
+    path = REFERENCE / "models" / "gemma-2-9b.json"
+    by_file = sizer("estimate", "--model-config", str(path), "--method", "lora", "--format",
+                    "json", tmp_path=tmp_path)
+    by_slug = sizer("estimate", "--model", "gemma-2-9b", "--method", "lora", "--format", "json",
+                    tmp_path=tmp_path)
+    by_file_doc, by_slug_doc = json.loads(by_file.stdout), json.loads(by_slug.stdout)
+    assert by_file_doc["per_gpu_bytes"] == by_slug_doc["per_gpu_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--model", "llama-3.1-8b", "--method", "lora", "--batch-size", "0"), "batch_size"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--seq-len", "-1"), "seq_len"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--seq-len", "200000"), "seq_len"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--lora-rank", "0"), "lora_rank"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--lora-targets", "x_proj"),
+         "lora_targets"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--optimizer", "lion"), "optimizer"),
+        (("--model", "llama-3.1-8b", "--method", "full", "--quant", "nf4"), "quant"),
+        (("--model", "no-such-model", "--method", "lora"), "no-such-model"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--gpu", "rtx-9999"), "rtx-9999"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--batch-size", "many"), "batch-size"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], needle: str,
+                                          tmp_path: Path) -> None:
+    run = sizer("estimate", *args, tmp_path=tmp_path)
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert needle in run.stderr
+
+
+def test_config_file_problems_are_one_line(tmp_path: Path) -> None:
+    not_json = tmp_path / "config.json"
+    not_json.write_text("model_type: llama")
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
+    for path, needle in ((not_json, "not a JSON file"), (missing, "num_attention_heads"),
+                         (tmp_path / "absent.json", "cannot read")):
+        run = sizer("estimate", "--model-config", str(path), "--method", "lora",
+                    tmp_path=tmp_path)
+        assert run.returncode == 2, run.stdout
+        assert "Traceback" not in run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1
+        assert needle in run.stderr
