@@ -1,0 +1,1 @@
+"""The catalog domain: GPUs, systems and model cards, read through one cached service."""

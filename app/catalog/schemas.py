@@ -1,0 +1,134 @@
+"""Plain, immutable catalog records: what leaves the catalog domain.
+
+No ORM object ever leaves the repository, so a template or an estimate cannot
+trigger a lazy load or mutate a row by accident, and cached snapshots can be
+shared between threads safely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from app.errors import NotFound
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRecord:
+    """One GPU SKU. Bandwidths are GB/s; ``price_eur_net`` None means price on request."""
+
+    slug: str
+    name: str
+    architecture: str
+    compute_capability: str
+    memory_nominal_gb: int
+    usable_bytes: int
+    usable_basis: str
+    memory_type: str
+    memory_bandwidth_gbps: float
+    bf16_dense_tflops: float | None
+    fp8_dense_tflops: float | None
+    fp4_dense_tflops: float | None
+    interconnect: str
+    interconnect_bandwidth_gbps: float | None
+    max_power_w: int | None
+    form_factor: str
+    mig_instances: int | None
+    price_eur_net: Decimal | None
+    stock_status: str
+    product_url: str | None
+    active: bool
+    sources: tuple[str, ...]
+    updated_at: datetime | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SystemRecord:
+    """A configured bundle: ``gpu_count`` cards of ``gpu_slug``."""
+
+    slug: str
+    name: str
+    kind: str
+    gpu_slug: str
+    gpu_count: int
+    gpu_interconnect: str
+    host_ram_gb: int | None
+    price_eur_net: Decimal | None
+    product_url: str | None
+    stock_status: str
+    active: bool
+    updated_at: datetime | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRecord:
+    """A model card; parameter counts are the engine's split of ``config``.
+
+    ``config`` is the real Hugging Face config.json; it is shared by every
+    reader of a cached snapshot, so treat it as read-only.
+    """
+
+    slug: str
+    hf_id: str
+    family: str
+    config: Mapping[str, Any]
+    params_total: int
+    params_active: int
+    params_linear: int
+    params_embedding: int
+    params_lm_head: int
+    params_norm: int
+    params_other: int
+    max_positions: int | None
+    license: str
+    gated: bool
+    active: bool
+    updated_at: datetime | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """A consistent snapshot of the whole catalog at one revision."""
+
+    revision: int
+    gpus: tuple[GpuRecord, ...]
+    systems: tuple[SystemRecord, ...]
+    models: tuple[ModelRecord, ...]
+
+    def active_only(self) -> Catalog:
+        """Only what customers may see: active rows, and systems whose GPU is active."""
+        active_gpus = tuple(gpu for gpu in self.gpus if gpu.active)
+        active_slugs = {gpu.slug for gpu in active_gpus}
+        return replace(
+            self,
+            gpus=active_gpus,
+            systems=tuple(s for s in self.systems if s.active and s.gpu_slug in active_slugs),
+            models=tuple(model for model in self.models if model.active),
+        )
+
+    def gpu(self, slug: str) -> GpuRecord:
+        """The GPU with this slug; NotFound otherwise."""
+        for gpu in self.gpus:
+            if gpu.slug == slug:
+                return gpu
+        raise NotFound(f"no GPU {slug!r} in the catalog")
+
+    def system(self, slug: str) -> SystemRecord:
+        """The system with this slug; NotFound otherwise."""
+        for system in self.systems:
+            if system.slug == slug:
+                return system
+        raise NotFound(f"no system {slug!r} in the catalog")
+
+    def model(self, slug: str) -> ModelRecord:
+        """The model with this slug; NotFound otherwise."""
+        for model in self.models:
+            if model.slug == slug:
+                return model
+        raise NotFound(f"no model {slug!r} in the catalog")

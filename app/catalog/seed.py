@@ -1,0 +1,325 @@
+"""Seed files -> catalog rows, in one transaction, idempotently.
+
+The seed files in ``app/catalog/seed/`` are the versioned source of catalog
+*facts* (memory, bandwidth, parameter counts, sources). Staff own the
+commercial columns (``price_eur_net``, ``stock_status``, ``active``,
+``product_url``): the seed sets them only when it inserts a row, so re-seeding
+after a release never undoes a price a person typed in.
+
+The whole seed is read and validated before the first write, and
+:func:`seed_database` never commits: the caller's single transaction either
+applies all of it or, on any error, none of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.catalog import repository
+from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
+from app.config import SEED_DIR
+from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS, GpuSku, ModelCard, System
+from app.engine.shapes import ShapeError, parse_config
+
+GPU_FACTS: tuple[str, ...] = (
+    "name",
+    "architecture",
+    "compute_capability",
+    "memory_nominal_gb",
+    "usable_bytes",
+    "usable_basis",
+    "memory_type",
+    "memory_bandwidth_gbps",
+    "bf16_dense_tflops",
+    "fp8_dense_tflops",
+    "fp4_dense_tflops",
+    "interconnect",
+    "interconnect_bandwidth_gbps",
+    "max_power_w",
+    "form_factor",
+    "mig_instances",
+    "sources",
+)
+SYSTEM_FACTS: tuple[str, ...] = (
+    "name",
+    "kind",
+    "gpu_count",
+    "gpu_interconnect",
+    "host_ram_gb",
+)
+MODEL_FACTS: tuple[str, ...] = (
+    "hf_id",
+    "family",
+    "config",
+    "params_total",
+    "params_active",
+    "params_linear",
+    "params_embedding",
+    "params_lm_head",
+    "params_norm",
+    "params_other",
+    "max_positions",
+    "license",
+    "gated",
+)
+STAFF_OWNED: tuple[str, ...] = ("price_eur_net", "stock_status", "active", "product_url")
+"""Set from the seed on insert only; never overwritten by a re-seed."""
+
+_GPU_OPTIONAL = {
+    "price_eur_net": None,
+    "stock_status": "on_request",
+    "product_url": None,
+    "active": True,
+}
+_SYSTEM_OPTIONAL = dict(_GPU_OPTIONAL)
+
+
+class SeedError(ValueError):
+    """A seed file is missing, malformed, or names something that does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeedData:
+    """Everything the seed files say, validated, before any database work."""
+
+    gpus: tuple[GpuRecord, ...]
+    systems: tuple[SystemRecord, ...]
+    models: tuple[ModelRecord, ...]
+
+
+@dataclass(slots=True)
+class SeedReport:
+    """What a seed run did, per table: inserted / updated / unchanged slugs."""
+
+    inserted: dict[str, list[str]] = field(default_factory=dict)
+    updated: dict[str, list[str]] = field(default_factory=dict)
+    unchanged: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        """True when any row was inserted or updated."""
+        return any(self.inserted.values()) or any(self.updated.values())
+
+    def note(self, table: str, outcome: str, slug: str) -> None:
+        """Record one row's outcome ("inserted", "updated" or "unchanged")."""
+        getattr(self, outcome).setdefault(table, []).append(slug)
+
+    def summary(self) -> str:
+        """One line per table for the CLI."""
+        tables = sorted({*self.inserted, *self.updated, *self.unchanged})
+        return "\n".join(
+            f"{table}: {len(self.inserted.get(table, []))} inserted, "
+            f"{len(self.updated.get(table, []))} updated, "
+            f"{len(self.unchanged.get(table, []))} unchanged"
+            for table in tables
+        )
+
+
+# --- reading -----------------------------------------------------------------
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SeedError(f"{path}: seed file missing") from exc
+    except json.JSONDecodeError as exc:
+        raise SeedError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def _entries(path: Path, key: str) -> list[Mapping[str, Any]]:
+    document = _load_json(path)
+    entries = document.get(key) if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise SeedError(f"{path}: expected {{{key!r}: [objects]}}")
+    slugs = [entry.get("slug") for entry in entries]
+    duplicates = sorted({s for s in slugs if slugs.count(s) > 1 and isinstance(s, str)})
+    if duplicates:
+        raise SeedError(f"{path}: duplicate slugs {duplicates}")
+    return entries
+
+
+def _check_keys(
+    path: Path, entry: Mapping[str, Any], required: tuple[str, ...], optional: Mapping[str, Any]
+) -> dict[str, Any]:
+    name = entry.get("slug", "?")
+    missing = [key for key in required if key not in entry]
+    unknown = sorted(set(entry) - set(required) - set(optional) - {"slug"})
+    if missing or unknown:
+        raise SeedError(f"{path}: {name}: missing {missing}, unknown {unknown}")
+    values = {**optional, **entry}
+    if values["stock_status"] not in STOCK_STATUSES:
+        raise SeedError(f"{path}: {name}: stock_status must be one of {STOCK_STATUSES}")
+    price = values["price_eur_net"]
+    values["price_eur_net"] = None if price is None else Decimal(str(price))
+    return values
+
+
+def _read_gpus(seed_dir: Path) -> tuple[GpuRecord, ...]:
+    path = seed_dir / "gpus.json"
+    records = []
+    for entry in _entries(path, "gpus"):
+        values = _check_keys(path, entry, GPU_FACTS, _GPU_OPTIONAL)
+        values["sources"] = tuple(values["sources"])
+        records.append(GpuRecord(**values))
+    return tuple(records)
+
+
+def _read_systems(seed_dir: Path, gpu_slugs: set[str]) -> tuple[SystemRecord, ...]:
+    path = seed_dir / "systems.json"
+    records = []
+    for entry in _entries(path, "systems"):
+        values = _check_keys(path, entry, (*SYSTEM_FACTS, "gpu_slug"), _SYSTEM_OPTIONAL)
+        if values["kind"] not in SYSTEM_KINDS:
+            raise SeedError(f"{path}: {values['slug']}: kind must be one of {SYSTEM_KINDS}")
+        if values["gpu_slug"] not in gpu_slugs:
+            raise SeedError(f"{path}: {values['slug']}: unknown gpu_slug {values['gpu_slug']!r}")
+        records.append(SystemRecord(**values))
+    return tuple(records)
+
+
+def _read_models(seed_dir: Path) -> tuple[ModelRecord, ...]:
+    """models.json names each config file; the engine computes the parameter split.
+
+    Extra keys in an entry (provenance notes, expected counts) are allowed and
+    ignored: that file is curated by hand with whatever helps review it.
+    """
+    path = seed_dir / "models.json"
+    if not path.exists():
+        return ()
+    records = []
+    for entry in _entries(path, "models"):
+        slug = entry.get("slug", "?")
+        missing = [
+            k for k in ("slug", "hf_id", "family", "config", "license", "gated") if k not in entry
+        ]
+        if missing:
+            raise SeedError(f"{path}: {slug}: missing {missing}")
+        config_path = seed_dir / "models" / str(entry["config"])
+        config = _load_json(config_path)
+        if not isinstance(config, dict):
+            raise SeedError(f"{config_path}: expected a JSON object")
+        try:
+            shape = parse_config(config)
+        except ShapeError as exc:
+            raise SeedError(f"{config_path}: {exc}") from exc
+        records.append(
+            ModelRecord(
+                slug=str(slug),
+                hf_id=str(entry["hf_id"]),
+                family=str(entry["family"]),
+                config=config,
+                params_total=shape.total_params,
+                params_active=shape.active_params,
+                params_linear=shape.split.linear,
+                params_embedding=shape.split.embedding,
+                params_lm_head=shape.split.lm_head,
+                params_norm=shape.split.norm,
+                params_other=shape.split.other,
+                max_positions=shape.max_positions,
+                license=str(entry["license"]),
+                gated=bool(entry["gated"]),
+                active=bool(entry.get("active", True)),
+            )
+        )
+    return tuple(records)
+
+
+def read_seed(seed_dir: Path = SEED_DIR) -> SeedData:
+    """Read and validate every seed file (no database); raises SeedError."""
+    gpus = _read_gpus(seed_dir)
+    systems = _read_systems(seed_dir, {gpu.slug for gpu in gpus})
+    return SeedData(gpus=gpus, systems=systems, models=_read_models(seed_dir))
+
+
+def load_seed_catalog(seed_dir: Path = SEED_DIR) -> Catalog:
+    """The catalog straight from the seed files, for `sizer estimate` without a database."""
+    data = read_seed(seed_dir)
+    return Catalog(revision=0, gpus=data.gpus, systems=data.systems, models=data.models)
+
+
+# --- writing -----------------------------------------------------------------
+
+
+def _apply(row: Any, record: Any, facts: tuple[str, ...], values: Mapping[str, Any]) -> bool:
+    """Set the fact columns that differ; True when anything changed.
+
+    Comparing first (instead of assigning blindly) keeps a re-seed from bumping
+    ``version`` and ``updated_at`` of rows whose facts did not change.
+    """
+    changed = False
+    for name in facts:
+        value = values[name] if name in values else getattr(record, name)
+        if getattr(row, name) != value:
+            setattr(row, name, value)
+            changed = True
+    return changed
+
+
+def _staff_fields(record: GpuRecord | SystemRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in STAFF_OWNED}
+
+
+def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
+    """Insert missing catalog rows and refresh facts of existing ones; never commits.
+
+    Rows in the database that the seed does not mention are left alone (staff
+    may have added them). The catalog revision is bumped only if something
+    changed, so seeding twice changes nothing at all.
+    """
+    data = read_seed(seed_dir)
+    report = SeedReport()
+
+    gpu_rows = repository.gpu_rows_by_slug(session)
+    for gpu in data.gpus:
+        facts = {"sources": list(gpu.sources)}
+        existing = gpu_rows.get(gpu.slug)
+        if existing is None:
+            row = GpuSku(slug=gpu.slug, **_staff_fields(gpu))
+            _apply(row, gpu, GPU_FACTS, facts)
+            session.add(row)
+            gpu_rows[gpu.slug] = row
+            report.note("gpu_sku", "inserted", gpu.slug)
+        else:
+            outcome = "updated" if _apply(existing, gpu, GPU_FACTS, facts) else "unchanged"
+            report.note("gpu_sku", outcome, gpu.slug)
+    session.flush()  # systems need the GPU ids
+
+    system_rows = repository.system_rows_by_slug(session)
+    for system in data.systems:
+        system_facts: dict[str, Any] = {"gpu_sku_id": gpu_rows[system.gpu_slug].id}
+        existing_system = system_rows.get(system.slug)
+        if existing_system is None:
+            new_system = System(slug=system.slug, **_staff_fields(system))
+            _apply(new_system, system, (*SYSTEM_FACTS, "gpu_sku_id"), system_facts)
+            session.add(new_system)
+            report.note("system", "inserted", system.slug)
+        else:
+            changed = _apply(existing_system, system, (*SYSTEM_FACTS, "gpu_sku_id"), system_facts)
+            report.note("system", "updated" if changed else "unchanged", system.slug)
+
+    model_rows = repository.model_rows_by_slug(session)
+    for model in data.models:
+        config = {"config": dict(model.config)}
+        existing_model = model_rows.get(model.slug)
+        if existing_model is None:
+            new_model = ModelCard(slug=model.slug, active=model.active)
+            _apply(new_model, model, MODEL_FACTS, config)
+            session.add(new_model)
+            report.note("model_card", "inserted", model.slug)
+        else:
+            changed = _apply(existing_model, model, MODEL_FACTS, config)
+            report.note("model_card", "updated" if changed else "unchanged", model.slug)
+
+    session.flush()
+    if report.changed:
+        catalog_service.record_catalog_write(session)
+    return report

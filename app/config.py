@@ -1,0 +1,239 @@
+"""Settings from the environment (prefix ``SIZER_``) and the project's fixed paths.
+
+Why this module is shaped the way it is:
+
+* Nothing happens at import time: reading the environment, creating the data
+  directory or touching the database all wait until somebody asks, so tests and
+  ``create_app(settings)`` can build as many independent apps as they like.
+* A bad setting must stop start-up with ONE line that names the variable, never a
+  traceback; :func:`load_settings_or_exit` and :func:`exit_on_configuration_error`
+  give every entry point (``sizer serve``, ``sizer db ...``, the ASGI factory) the
+  same behaviour.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+ENV_PREFIX = "SIZER_"
+
+# Project paths. ROOT is the checkout (or /app in the Docker image, where the
+# source tree is on PYTHONPATH), so templates/, static/ and migrations/ resolve
+# without any assumption about the current working directory.
+ROOT: Path = Path(__file__).resolve().parent.parent
+APP_DIR: Path = ROOT / "app"
+TEMPLATES_DIR: Path = ROOT / "templates"
+STATIC_DIR: Path = ROOT / "static"
+MIGRATIONS_DIR: Path = ROOT / "migrations"
+SEED_DIR: Path = APP_DIR / "catalog" / "seed"
+
+DEFAULT_DATABASE_URL = "sqlite:///./data/sizer.db"
+"""Relative to the working directory, as ``make run`` starts from the checkout."""
+
+INSECURE_DEV_SECRET = "dev-insecure-secret-change-me"
+"""Good enough for a laptop; production sets SIZER_SECRET_KEY (README)."""
+
+_LOCALE_RE = re.compile(r"^[a-z]{2}$")
+_TEMPLATE_FIELD_RE = re.compile(r"\{[a-z_]+\}")
+
+
+class ConfigurationError(Exception):
+    """A setting is unusable; carries the environment variable it came from.
+
+    Raised by settings loading and by start-up checks (e.g. an unreachable
+    database) so every entry point can print the same one-line message.
+    """
+
+    def __init__(self, setting: str, problem: str) -> None:
+        super().__init__(f"{setting}: {problem}")
+        self.setting = setting
+        self.problem = problem
+
+
+def _split_list(value: Any) -> Any:
+    """Accept ``de,en``, ``de en`` or a JSON list for list settings.
+
+    A comma list is what people type into a .env file or a container
+    orchestrator; JSON stays accepted for tools that generate it.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a valid JSON list ({exc.msg})") from exc
+        return [part for part in re.split(r"[,\s]+", text) if part]
+    return value
+
+
+class Settings(BaseSettings):
+    """Every knob the service has; each maps to ``SIZER_<NAME>``.
+
+    Frozen so a running app cannot drift from what it validated at start-up.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="ignore",
+        frozen=True,
+        validate_default=True,
+    )
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="SQLAlchemy URL; SQLite file by default, postgresql+psycopg:// in production.",
+    )
+    secret_key: SecretStr = Field(
+        default=SecretStr(INSECURE_DEV_SECRET),
+        description="Signs sessions and tokens; set a long random value in production.",
+    )
+    frame_ancestors: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["'self'"],
+        description="CSP frame-ancestors sources allowed to embed the calculator.",
+    )
+    quote_url_template: str | None = Field(
+        default=None,
+        description="Shop URL a 'request a quote' button opens, e.g. https://shop/quote?sku={sku}.",
+    )
+    supported_locales: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["de", "en"],
+        description="Locales the pages are offered in.",
+    )
+    default_locale: str = Field(default="de", description="Locale when the browser asks none.")
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str) -> str:
+        try:
+            url = make_url(value)
+        except ArgumentError as exc:
+            raise ValueError(f"not a database URL ({exc})") from exc
+        if url.get_backend_name() not in {"sqlite", "postgresql"}:
+            raise ValueError(
+                f"unsupported database {url.get_backend_name()!r}; use sqlite or postgresql"
+            )
+        return value
+
+    @field_validator("secret_key")
+    @classmethod
+    def _check_secret(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters")
+        return value
+
+    @field_validator("frame_ancestors", mode="before")
+    @classmethod
+    def _split_frame_ancestors(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("quote_url_template")
+    @classmethod
+    def _check_quote_url(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("https://", "http://")):
+            raise ValueError(f"{value!r} must start with https:// or http://")
+        return value
+
+    @field_validator("supported_locales", mode="before")
+    @classmethod
+    def _split_locales(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("supported_locales")
+    @classmethod
+    def _check_locales(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("must name at least one locale")
+        for locale in value:
+            if not _LOCALE_RE.match(locale):
+                raise ValueError(f"{locale!r} is not a two-letter lower-case language code")
+        return list(dict.fromkeys(value))
+
+    @field_validator("default_locale")
+    @classmethod
+    def _check_default_locale(cls, value: str, info: ValidationInfo) -> str:
+        # supported_locales is declared first, so it is validated already (or
+        # missing from info.data because it failed; then it reports itself).
+        supported = info.data.get("supported_locales")
+        if supported is not None and value not in supported:
+            raise ValueError(f"{value!r} is not one of {', '.join(supported)}")
+        return value
+
+
+def _setting_name(field: str) -> str:
+    return f"{ENV_PREFIX}{field.upper()}"
+
+
+def _describe_validation_error(exc: ValidationError) -> ConfigurationError:
+    """Turn pydantic's multi-line report into one line per the start-up rule."""
+    parts: list[tuple[str, str]] = []
+    for error in exc.errors(include_url=False):
+        field = str(error["loc"][0]) if error["loc"] else "settings"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] != "value_error" and "input" in error:
+            message = f"{message} (got {error['input']!r})"
+        parts.append((_setting_name(field), message))
+    (setting, problem), rest = parts[0], parts[1:]
+    problem = "; ".join([problem, *(f"{name}: {msg}" for name, msg in rest)])
+    return ConfigurationError(setting, problem)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read and validate the settings, raising :class:`ConfigurationError`.
+
+    ``overrides`` are field values that win over the environment (tests, tools).
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise _describe_validation_error(exc) from exc
+    except SettingsError as exc:
+        # Raised by pydantic-settings itself, e.g. undecodable complex values.
+        match = re.search(r'field "([a-z_]+)"', str(exc))
+        setting = _setting_name(match.group(1)) if match else "settings"
+        raise ConfigurationError(setting, str(exc)) from exc
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once (call ``get_settings.cache_clear()`` in tests)."""
+    return load_settings()
+
+
+def report_configuration_error(error: ConfigurationError) -> None:
+    """Print the one line every entry point uses for a bad setting."""
+    print(f"configuration error: {error}", file=sys.stderr)
+
+
+@contextmanager
+def exit_on_configuration_error() -> Iterator[None]:
+    """Turn a :class:`ConfigurationError` inside the block into exit code 2 and one line."""
+    try:
+        yield
+    except ConfigurationError as error:
+        report_configuration_error(error)
+        raise SystemExit(2) from None
+
+
+def load_settings_or_exit() -> Settings:
+    """Validated settings, or one ``configuration error: SIZER_X: ...`` line and exit 2."""
+    try:
+        return get_settings()
+    except ConfigurationError as error:
+        report_configuration_error(error)
+        raise SystemExit(2) from None

@@ -1,0 +1,113 @@
+"""Engines, sessions and the per-request session dependency.
+
+ARCHITECTURE rule 3: services never commit; the request's session dependency
+commits once, after the endpoint returns and BEFORE the response is sent
+(``Depends(get_session, scope="function")``), so a failed commit becomes a 500
+instead of a 200 that lied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import ConfigurationError
+
+SessionFactory = sessionmaker[Session]
+
+CONNECT_TIMEOUT_S = 5
+"""How long start-up waits for PostgreSQL before calling the URL unreachable."""
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):  # URI form; leave it to the user
+        return None
+    return Path(database)
+
+
+def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
+    """SQLite ignores FOREIGN KEY clauses unless asked, per connection."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def make_engine(database_url: str, **kwargs: Any) -> Engine:
+    """An engine for the URL; SQLite gets its directory created and foreign keys on.
+
+    Creating the engine does not connect; the first query does.
+    """
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":
+        path = _sqlite_file(url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        # FastAPI runs sync endpoints in a thread pool; pooled connections hop threads.
+        kwargs.setdefault("connect_args", {"check_same_thread": False})
+        engine = create_engine(url, **kwargs)
+        event.listen(engine, "connect", _enable_sqlite_foreign_keys)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def make_session_factory(engine: Engine) -> SessionFactory:
+    """Sessions that keep loaded objects usable after commit (records are built from them)."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def describe_url(database_url: str) -> str:
+    """The URL with its password masked, safe for logs and error lines."""
+    return make_url(database_url).render_as_string(hide_password=True)
+
+
+def check_database(database_url: str) -> None:
+    """Connect once; raise ConfigurationError naming SIZER_DATABASE_URL if we cannot."""
+    url = make_url(database_url)
+    connect_args: dict[str, Any] = {}
+    if url.get_backend_name() == "postgresql":
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    try:
+        engine = make_engine(
+            database_url, **({"connect_args": connect_args} if connect_args else {})
+        )
+    except (SQLAlchemyError, OSError, ImportError) as exc:
+        raise ConfigurationError(
+            "SIZER_DATABASE_URL", f"cannot use {describe_url(database_url)}: {exc}"
+        ) from exc
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except (SQLAlchemyError, OSError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise ConfigurationError(
+            "SIZER_DATABASE_URL", f"cannot connect to {describe_url(database_url)}: {reason}"
+        ) from exc
+    finally:
+        engine.dispose()
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """One session per request, committed once before the response goes out."""
+    factory: SessionFactory = request.app.state.session_factory
+    with factory() as session:
+        try:
+            yield session
+        except BaseException:
+            session.rollback()
+            raise
+        session.commit()
+
+
+DbSession = Annotated[Session, Depends(get_session, scope="function")]
+"""Use as ``session: DbSession`` in a route signature."""

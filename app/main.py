@@ -1,0 +1,47 @@
+"""Application factory. Importing this module does nothing; calling create_app does.
+
+``create_app(settings)`` takes its settings as an argument so tests build apps
+on temporary databases without touching the environment; the ASGI server
+uses :func:`create_app_from_env` (an import string, so several workers work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.config import STATIC_DIR, Settings, load_settings_or_exit
+from app.db.session import make_engine, make_session_factory
+from app.web import health
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """Build the app: engine and session factory on ``app.state``, static files, routers.
+
+    The engine does not connect until the first query, so building an app is
+    cheap and side-effect free (apart from creating a SQLite file's directory).
+    """
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(title="GPU Sizer", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = make_session_factory(engine)
+    # check_dir=False: a missing static/ then fails only static requests and
+    # never keeps the probes or the API from starting.
+    app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+    app.include_router(health.router)
+    return app
+
+
+def create_app_from_env() -> FastAPI:
+    """ASGI factory for uvicorn (``app.main:create_app_from_env``): settings from SIZER_*."""
+    return create_app(load_settings_or_exit())

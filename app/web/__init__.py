@@ -1,0 +1,1 @@
+"""Customer-facing surface (pages come later); for now the health probes."""

@@ -1,0 +1,178 @@
+"""The catalog read service: snapshots, cache, invalidation, plain records."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
+
+from app.catalog import repository
+from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog, GpuRecord
+from app.catalog.seed import seed_database
+from app.db.session import SessionFactory
+from app.db.tables import GpuSku
+from app.errors import NotFound
+
+
+def test_catalog_is_active_only_unless_asked(
+    session: Session, make_gpu: Any, make_system: Any, make_model: Any
+) -> None:
+    live = make_gpu(session, slug="live")
+    retired = make_gpu(session, slug="retired", active=False)
+    make_system(session, slug="on-live", gpu_sku=live)
+    make_system(session, slug="on-retired", gpu_sku=retired)
+    make_model(session, slug="m-live")
+    make_model(session, slug="m-hidden", active=False)
+    session.commit()
+
+    catalog = catalog_service.get_catalog(session)
+    assert [gpu.slug for gpu in catalog.gpus] == ["live"]
+    assert [system.slug for system in catalog.systems] == ["on-live"]
+    assert [model.slug for model in catalog.models] == ["m-live"]
+    everything = catalog_service.get_catalog(session, include_inactive=True)
+    assert {gpu.slug for gpu in everything.gpus} == {"live", "retired"}
+    assert everything.system("on-retired").gpu_slug == "retired"
+
+
+def test_lookups_by_slug_raise_not_found(session: Session, make_gpu: Any) -> None:
+    make_gpu(session, slug="hidden", active=False)
+    session.commit()
+
+    with pytest.raises(NotFound, match="nope"):
+        catalog_service.get_gpu(session, slug="nope")
+    with pytest.raises(NotFound):
+        catalog_service.get_gpu(session, slug="hidden")
+    assert catalog_service.get_gpu(session, slug="hidden", include_inactive=True).active is False
+    with pytest.raises(NotFound):
+        catalog_service.get_model(session, slug="nope")
+    with pytest.raises(NotFound):
+        catalog_service.get_system(session, slug="nope")
+
+
+def test_records_are_plain_frozen_data(session: Session, make_gpu: Any) -> None:
+    make_gpu(session, slug="g")
+    session.commit()
+
+    gpu = catalog_service.get_gpu(session, slug="g")
+    assert type(gpu) is GpuRecord
+    assert gpu.updated_at is not None and gpu.updated_at.tzinfo is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        gpu.name = "changed"  # type: ignore[misc]
+
+
+def test_the_snapshot_is_cached_between_calls(session: Session, make_gpu: Any) -> None:
+    make_gpu(session, slug="g")
+    session.commit()
+
+    first = catalog_service.get_catalog(session)
+    assert catalog_service.get_catalog(session) is first
+
+
+def test_another_workers_write_reloads_the_cache_through_the_revision(
+    session_factory: SessionFactory, session: Session, make_gpu: Any
+) -> None:
+    make_gpu(session, slug="g", name="Old name")
+    session.commit()
+    assert catalog_service.get_gpu(session, slug="g").name == "Old name"
+
+    # Another worker: writes and bumps the revision, but cannot touch our cache.
+    with session_factory.begin() as other:
+        other.scalars(select(GpuSku).where(GpuSku.slug == "g")).one().name = "New name"
+        repository.bump_revision(other)
+    session.commit()  # end our read transaction so we see the other worker's commit
+
+    assert catalog_service.get_gpu(session, slug="g").name == "New name"
+
+
+def test_a_local_write_invalidates_the_cache(session: Session, make_gpu: Any) -> None:
+    make_gpu(session, slug="g")
+    session.commit()
+    before = catalog_service.get_catalog(session)
+
+    make_gpu(session, slug="h")
+    catalog_service.record_catalog_write(session)
+    session.commit()
+
+    after = catalog_service.get_catalog(session)
+    assert after is not before
+    assert after.revision == before.revision + 1
+    assert {gpu.slug for gpu in after.gpus} == {"g", "h"}
+
+
+def test_the_cached_catalog_is_served_while_the_database_is_down(
+    session: Session, make_gpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_gpu(session, slug="g")
+    session.commit()
+    cached = catalog_service.get_catalog(session)
+
+    def database_down(_session: Session) -> tuple[int, str]:
+        raise OperationalError("SELECT revision", {}, ConnectionError("server closed"))
+
+    monkeypatch.setattr(repository, "get_revision", database_down)
+    assert catalog_service.get_catalog(session) is cached
+    assert catalog_service.get_gpu(session, slug="g").slug == "g"
+
+    catalog_service.invalidate_cache()  # nothing cached: the error must surface
+    with pytest.raises(OperationalError):
+        catalog_service.get_catalog(session)
+
+
+def test_relationships_never_load_lazily(session: Session, make_system: Any) -> None:
+    system = make_system(session)
+    session.commit()
+    session.expire_all()
+    with pytest.raises(Exception, match="lazy='raise'"):
+        _ = session.get(type(system), system.id).gpu_sku  # type: ignore[union-attr]
+
+
+def test_a_stale_edit_loses_instead_of_overwriting(
+    session_factory: SessionFactory, session: Session, make_gpu: Any
+) -> None:
+    make_gpu(session, slug="g")
+    session.commit()
+    with session_factory() as alice, session_factory() as bob:
+        alice_gpu = alice.scalars(select(GpuSku).where(GpuSku.slug == "g")).one()
+        bob_gpu = bob.scalars(select(GpuSku).where(GpuSku.slug == "g")).one()
+        alice_gpu.stock_status = "on_order"
+        alice.commit()
+        bob_gpu.stock_status = "on_request"
+        with pytest.raises(StaleDataError):
+            bob.commit()
+
+
+def test_the_seed_catalog_without_a_database(seed_files: Any) -> None:
+    catalog = catalog_service.load_seed_catalog(seed_files.dir)
+
+    assert isinstance(catalog, Catalog)
+    assert catalog.gpu("rtx-pro-6000").usable_bytes == 97887 * 1024**2
+    assert catalog.system("srv-8x-h200-nvl").gpu_count == 8
+    assert catalog.model("tiny-mixtral").params_active < catalog.model("tiny-mixtral").params_total
+
+
+def test_database_and_seed_catalogs_agree(
+    session_factory: SessionFactory, session: Session, seed_files: Any
+) -> None:
+    with session_factory.begin() as writer:
+        seed_database(writer, seed_dir=seed_files.dir)
+
+    from_db = catalog_service.get_catalog(session)
+    from_files = catalog_service.load_seed_catalog(seed_files.dir)
+
+    def facts(catalog: Catalog) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        for group in (catalog.gpus, catalog.systems, catalog.models):
+            for record in sorted(group, key=lambda r: r.slug):
+                values = dataclasses.asdict(record)
+                values.pop("updated_at")
+                values.pop("version")
+                rows.append(tuple(sorted((k, repr(v)) for k, v in values.items())))
+        return rows
+
+    assert facts(from_db) == facts(from_files)

@@ -1,0 +1,268 @@
+"""Database fixtures shared by the catalog, migration and web tests.
+
+Every database test runs twice: on SQLite (a temporary file) and on PostgreSQL
+(the server named by SIZER_TEST_POSTGRES_URL, in a schema of its own so that
+parallel runs never meet). Without that variable, or when the server does not
+answer, the PostgreSQL half skips and says why; with CI=true it FAILS instead,
+so a CI machine can never go green without having tested PostgreSQL.
+
+The schema comes from the real migrations, once per run and backend. Tests may
+commit (the seed and cache tests must: they are about transactions and other
+sessions), so instead of a rolled-back outer transaction each test ends by
+emptying the catalog tables, which on four small tables is as fast and cannot
+be fooled by code that commits.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from app.catalog import service as catalog_service
+from app.config import get_settings
+from app.db import migrate
+from app.db.session import SessionFactory, make_engine, make_session_factory
+from app.db.tables import GpuSku, ModelCard, System
+
+POSTGRES_ENV = "SIZER_TEST_POSTGRES_URL"
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def _postgres_base_url() -> str:
+    """The server URL, or skip (fail under CI=true) with the reason."""
+    url = os.environ.get(POSTGRES_ENV, "").strip()
+    reason = None
+    if not url:
+        reason = f"{POSTGRES_ENV} is not set"
+    else:
+        engine = create_engine(url, connect_args={"connect_timeout": 3})
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception as exc:  # any failure means "not usable here"
+            masked = make_url(url).render_as_string(hide_password=True)
+            first_line = str(exc).strip().splitlines()[0]
+            reason = f"PostgreSQL at {masked} is unreachable: {first_line}"
+        finally:
+            engine.dispose()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI=true: the PostgreSQL tests must run)", pytrace=False)
+        pytest.skip(f"{reason}; PostgreSQL tests skipped")
+    return url
+
+
+class _PostgresSchema:
+    """A private schema on the test server; the URL sets search_path to it."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.name = f"sizer_test_{uuid.uuid4().hex[:12]}"
+        engine = create_engine(base_url)
+        with engine.begin() as connection:
+            connection.execute(text(f'CREATE SCHEMA "{self.name}"'))
+        engine.dispose()
+        self.url = (
+            make_url(base_url)
+            .update_query_dict({"options": f"-csearch_path={self.name}"})
+            .render_as_string(hide_password=False)
+        )
+
+    def drop(self) -> None:
+        engine = create_engine(self.base_url)
+        with engine.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA IF EXISTS "{self.name}" CASCADE'))
+        engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No SIZER_* from the developer's shell, no settings or catalog cached across tests."""
+    for name in list(os.environ):
+        if name.startswith("SIZER_") and name != POSTGRES_ENV:
+            monkeypatch.delenv(name)
+    get_settings.cache_clear()
+    catalog_service.invalidate_cache()
+    yield
+    get_settings.cache_clear()
+    catalog_service.invalidate_cache()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which database the test runs on ("sqlite" or "postgresql")."""
+    name: str = request.param
+    if name == "postgresql":
+        _postgres_base_url()
+    return name
+
+
+@pytest.fixture
+def empty_database_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A database nobody has migrated yet (for migration and readiness tests)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    schema = _PostgresSchema(_postgres_base_url())
+    try:
+        yield schema.url
+    finally:
+        schema.drop()
+
+
+@pytest.fixture(scope="session")
+def database_url(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A database migrated to head with the real migrations, once per run and backend."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'sizer.db'}"
+        migrate.upgrade(url)
+        yield url
+        return
+    schema = _PostgresSchema(_postgres_base_url())
+    try:
+        migrate.upgrade(schema.url)
+        yield schema.url
+    finally:
+        schema.drop()
+
+
+@pytest.fixture(scope="session")
+def engine(database_url: str) -> Iterator[Engine]:
+    """One engine per backend for the whole run."""
+    engine = make_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def session_factory(engine: Engine) -> Iterator[SessionFactory]:
+    """Sessions on the migrated database; the catalog is emptied after the test."""
+    yield make_session_factory(engine)
+    with engine.begin() as connection:
+        for table in ("system", "gpu_sku", "model_card"):
+            connection.execute(text(f"DELETE FROM {table}"))
+        connection.execute(text("UPDATE catalog_revision SET revision = 0, token = 'initial'"))
+
+
+@pytest.fixture
+def session(session_factory: SessionFactory) -> Iterator[Session]:
+    """A session for the test body; anything left uncommitted is rolled back."""
+    with session_factory() as session:
+        yield session
+        session.rollback()
+
+
+# --- builders ------------------------------------------------------------------
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def build_gpu(session: Session, **overrides: Any) -> GpuSku:
+    """A valid GPU row (flushed, not committed); override any column."""
+    values: dict[str, Any] = {
+        "slug": _unique("gpu"),
+        "name": "Test GPU",
+        "architecture": "Blackwell",
+        "compute_capability": "12.0",
+        "memory_nominal_gb": 96,
+        "usable_bytes": 97887 * 1024**2,
+        "usable_basis": "test",
+        "memory_type": "GDDR7",
+        "memory_bandwidth_gbps": 1792.0,
+        "bf16_dense_tflops": 503.8,
+        "fp8_dense_tflops": None,
+        "fp4_dense_tflops": None,
+        "interconnect": "pcie",
+        "interconnect_bandwidth_gbps": 128.0,
+        "max_power_w": 600,
+        "form_factor": "dual-slot",
+        "mig_instances": 4,
+        "price_eur_net": Decimal("9999.00"),
+        "stock_status": "in_stock",
+        "product_url": None,
+        "active": True,
+        "sources": ["S1: test"],
+        **overrides,
+    }
+    row = GpuSku(**values)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def build_system(session: Session, **overrides: Any) -> System:
+    """A valid system row; builds its GPU unless ``gpu_sku`` is given."""
+    gpu = overrides.pop("gpu_sku", None) or build_gpu(session)
+    values: dict[str, Any] = {
+        "slug": _unique("sys"),
+        "name": "Test workstation",
+        "kind": "workstation",
+        "gpu_sku_id": gpu.id,
+        "gpu_count": 2,
+        "gpu_interconnect": "PCIe 5.0",
+        "host_ram_gb": 256,
+        "price_eur_net": None,
+        "product_url": None,
+        "stock_status": "on_request",
+        "active": True,
+        **overrides,
+    }
+    row = System(**values)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def build_model(session: Session, **overrides: Any) -> ModelCard:
+    """A valid model card row (counts are made up; the seed computes real ones)."""
+    values: dict[str, Any] = {
+        "slug": _unique("model"),
+        "hf_id": "org/test-model",
+        "family": "llama",
+        "config": {"model_type": "llama"},
+        "params_total": 1000,
+        "params_active": 1000,
+        "params_linear": 800,
+        "params_embedding": 100,
+        "params_lm_head": 100,
+        "params_norm": 0,
+        "params_other": 0,
+        "max_positions": 4096,
+        "license": "test",
+        "gated": False,
+        "active": True,
+        **overrides,
+    }
+    row = ModelCard(**values)
+    session.add(row)
+    session.flush()
+    return row
+
+
+@pytest.fixture
+def make_gpu() -> Callable[..., GpuSku]:
+    """``make_gpu(session, **overrides)``."""
+    return build_gpu
+
+
+@pytest.fixture
+def make_system() -> Callable[..., System]:
+    """``make_system(session, **overrides)``."""
+    return build_system
+
+
+@pytest.fixture
+def make_model() -> Callable[..., ModelCard]:
+    """``make_model(session, **overrides)``."""
+    return build_model

@@ -1,0 +1,116 @@
+"""Settings: sensible defaults, and one clear line (exit 2) for every bad value."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.config import DEFAULT_DATABASE_URL, ConfigurationError, load_settings
+
+SIZER = Path(sys.executable).with_name("sizer")
+
+
+def test_defaults() -> None:
+    settings = load_settings()
+    assert settings.database_url == DEFAULT_DATABASE_URL
+    assert settings.default_locale == "de"
+    assert settings.supported_locales == ["de", "en"]
+    assert settings.quote_url_template is None
+
+
+def test_lists_accept_commas_or_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIZER_SUPPORTED_LOCALES", "en, de")
+    monkeypatch.setenv("SIZER_DEFAULT_LOCALE", "en")
+    monkeypatch.setenv("SIZER_FRAME_ANCESTORS", '["\'self\'", "https://shop.example"]')
+    settings = load_settings()
+    assert settings.supported_locales == ["en", "de"]
+    assert settings.frame_ancestors == ["'self'", "https://shop.example"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("SIZER_DEFAULT_LOCALE", "fr", "SIZER_DEFAULT_LOCALE: 'fr' is not one of de, en"),
+        ("SIZER_SUPPORTED_LOCALES", "de,EN", "SIZER_SUPPORTED_LOCALES: 'EN' is not"),
+        ("SIZER_SUPPORTED_LOCALES", "[de", "SIZER_SUPPORTED_LOCALES: not a valid JSON list"),
+        ("SIZER_DATABASE_URL", "not a url", "SIZER_DATABASE_URL: not a database URL"),
+        ("SIZER_DATABASE_URL", "mysql://x/y", "SIZER_DATABASE_URL: unsupported database"),
+        ("SIZER_SECRET_KEY", "short", "SIZER_SECRET_KEY: must be at least 16"),
+        ("SIZER_QUOTE_URL_TEMPLATE", "shop/{sku}", "SIZER_QUOTE_URL_TEMPLATE: 'shop/{sku}'"),
+    ],
+)
+def test_bad_values_name_the_setting(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings()
+    assert str(caught.value).startswith(message)
+    assert caught.value.setting == name
+    assert "\n" not in str(caught.value)
+
+
+def _sizer(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SIZER_")}
+    return subprocess.run(
+        [str(SIZER), *args],
+        cwd=tmp_path,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (
+            {"SIZER_DEFAULT_LOCALE": "fr"},
+            "configuration error: SIZER_DEFAULT_LOCALE: 'fr' is not one of de, en",
+        ),
+        (
+            {"SIZER_DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/x"},
+            "configuration error: SIZER_DATABASE_URL: cannot connect to "
+            "postgresql+psycopg://nobody@127.0.0.1:1/x",
+        ),
+        (
+            {"SIZER_SUPPORTED_LOCALES": "[broken"},
+            "configuration error: SIZER_SUPPORTED_LOCALES: not a valid JSON list",
+        ),
+    ],
+)
+def test_cli_stops_with_one_line_and_exit_code_2(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    result = _sizer(tmp_path, "db", "current", **env)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(expected)
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_cli_upgrades_and_seeds_a_fresh_sqlite_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'nested' / 'sizer.db'}"
+
+    seed_first = _sizer(tmp_path, "db", "seed", SIZER_DATABASE_URL=url)
+    assert seed_first.returncode == 1 and "sizer db upgrade" in seed_first.stdout
+
+    assert _sizer(tmp_path, "db", "upgrade", SIZER_DATABASE_URL=url).returncode == 0
+    assert "(head)" in _sizer(tmp_path, "db", "current", SIZER_DATABASE_URL=url).stdout
+    seeded = _sizer(tmp_path, "db", "seed", SIZER_DATABASE_URL=url)
+    assert seeded.returncode == 0, seeded.stderr
+    assert "gpu_sku: 8 inserted" in seeded.stdout
+    again = _sizer(tmp_path, "db", "seed", SIZER_DATABASE_URL=url)
+    assert again.returncode == 0 and "already up to date" in again.stdout
+
+
+def test_default_database_lives_under_data_in_the_working_directory(tmp_path: Path) -> None:
+    result = _sizer(tmp_path, "db", "upgrade")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "data" / "sizer.db").is_file()
