@@ -26,7 +26,7 @@ run: $(STAMP)
 test: $(STAMP) lint types contracts pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check app tests benchmarks migrations tools
+	$(BIN)/ruff check app tests benchmarks migrations
 
 types: $(STAMP)
 	$(BIN)/mypy app
