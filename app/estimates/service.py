@@ -7,10 +7,10 @@ none of them computes memory itself, so the three give identical numbers for the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.catalog.schemas import Catalog, GpuRecord, ModelRecord
+from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, parse_config
 from app.engine import estimate as engine_estimate
 from app.errors import InvalidInput, NotFound
@@ -83,3 +83,59 @@ def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
         return engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
     except EngineError as error:
         raise InvalidInput(f"{error.field}: {error.reason}") from error
+
+
+@dataclass(frozen=True, slots=True)
+class SystemFit:
+    """A configured system (n cards of one SKU) held against the job, per GPU."""
+
+    system: SystemRecord
+    gpu: GpuRecord
+    gpus: int
+    sharding: str
+    fits: bool
+    total_bytes_per_gpu: int
+    free_bytes_per_gpu: int
+    max_batch_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sizing:
+    """What the storefront shows: the estimate for the cards, and the systems."""
+
+    result: EstimateResult
+    systems: tuple[SystemFit, ...]
+
+
+def system_job(job: Job, gpu_count: int) -> Job:
+    """The job spread over a system's cards. A system with several cards shards the model
+    states with ZeRO-3 / FSDP full shard unless the customer chose a sharding, because that is
+    what makes a job that does not fit one card fit several (DGX Spark playbook's 70B LoRA)."""
+    sharding = job.sharding if job.sharding != "none" or gpu_count == 1 else "zero3"
+    offload = job.offload if sharding == "zero3" or job.offload != "optimizer+params" else "none"
+    return replace(job, gpus=gpu_count, sharding=sharding, offload=offload)
+
+
+def sizing(catalog: Catalog, request: EstimateRequest) -> Sizing:
+    """The estimate against every active card, and every active system."""
+    result = estimate(catalog, request)
+    shape, _ = resolve_shape(catalog, request)
+    gpus = {gpu.slug: gpu for gpu in catalog.gpus}
+    rows: list[SystemFit] = []
+    for system in catalog.systems:
+        gpu = gpus.get(system.gpu_slug)
+        if gpu is None:
+            continue
+        job = system_job(request.job, system.gpu_count)
+        try:
+            fit = engine_estimate(shape, job, [gpu_spec(gpu)], with_levers=False).fits[0]
+        except EngineError as error:
+            raise InvalidInput(f"{error.field}: {error.reason}") from error
+        rows.append(
+            SystemFit(
+                system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding,
+                fits=fit.fits, total_bytes_per_gpu=fit.total_bytes,
+                free_bytes_per_gpu=fit.free_bytes, max_batch_size=fit.max_batch_size,
+            )
+        )
+    return Sizing(result=result, systems=tuple(rows))

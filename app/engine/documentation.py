@@ -1,0 +1,143 @@
+"""Every term of an estimate with its formula and source, built from the engine's constants.
+
+The "How we calculate" page renders :data:`TERMS`; because the formulas are written from the
+same constants the arithmetic uses, the page cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine import activations, capabilities, overhead, states
+from app.engine.estimate import ENGINE_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    key: str
+    title: str
+    formula: str
+    source: str
+    module: str
+
+
+def _bits(quant: states.Quant) -> str:
+    return f"{states.NF4_BITS[quant]:.3f}"
+
+
+_zero_w, _zero_g = states.FULL_WEIGHT_GRAD_BYTES["zero"]
+_hf_w, _hf_g = states.FULL_WEIGHT_GRAD_BYTES["hf"]
+_adam = states.OPTIMIZER_MOMENT_BYTES["adamw"]
+_adam8 = states.OPTIMIZER_MOMENT_BYTES["adamw_8bit"]
+_ckpt = activations.CHECKPOINT_INPUT_BYTES
+_loss_backward = (
+    activations.LOSS_SAVED_BYTES_PER_VOCAB + activations.LOSS_BACKWARD_EXTRA_BYTES_PER_VOCAB
+)
+
+TERMS: tuple[Term, ...] = (
+    Term(
+        "parameters", "Parameters",
+        "Counted per architecture from config.json exactly as transformers builds the model: "
+        "attention q/k/v/o with grouped-query key/value heads and explicit head_dim, gated MLP "
+        "(gate, up, down), norms, embeddings, lm_head (0 when tied), biases, experts and "
+        "router; split into block linear layers, embeddings, lm_head, norms and other",
+        "Hugging Face transformers model code; checked against transformers' own counts for "
+        "every seed model", "app/engine/shapes.py",
+    ),
+    Term(
+        "full-zero", "Full fine-tuning, ZeRO accounting",
+        f"{_zero_w} (bf16 weights) + {_zero_g} (gradients) + {states.ZERO_MASTER_BYTES} "
+        f"(fp32 master) + {_adam} (Adam moments) = "
+        f"{_zero_w + _zero_g + states.ZERO_MASTER_BYTES + _adam} bytes per parameter",
+        "Rajbhandari et al., ZeRO, arXiv 1910.02054, section 3.1", "app/engine/states.py",
+    ),
+    Term(
+        "full-hf", "Full fine-tuning, Hugging Face accounting",
+        f"{_hf_w} (fp32 weights + half-precision copy) + {_hf_g} (fp32 gradients) + {_adam} "
+        f"(Adam moments) = {_hf_w + _hf_g + _adam} bytes per parameter",
+        "Hugging Face docs, model training anatomy", "app/engine/states.py",
+    ),
+    Term(
+        "optimizers", "Optimizer states",
+        f"AdamW {_adam}, 8-bit AdamW {_adam8}, SGD with momentum "
+        f"{states.OPTIMIZER_MOMENT_BYTES['sgd']} bytes per trained parameter; paged variants "
+        "the same bytes; Adafactor a factored second moment (rows + columns per matrix, fp32)",
+        "PyTorch AdamW; Dettmers et al., 8-bit optimizers, arXiv 2110.02861; Shazeer & Stern, "
+        "Adafactor, arXiv 1804.04235", "app/engine/states.py",
+    ),
+    Term(
+        "lora", "LoRA adapter",
+        "r x (m + n) trainable parameters per adapted m -> n layer; "
+        f"{states.ADAPTER_WEIGHT_BYTES} + {states.ADAPTER_GRAD_BYTES} + {_adam} = "
+        f"{states.ADAPTER_WEIGHT_BYTES + states.ADAPTER_GRAD_BYTES + _adam} bytes each with "
+        f"AdamW; frozen base {states.BF16_BYTES} bytes per parameter (bf16)",
+        "Hu et al., LoRA, arXiv 2106.09685; PEFT (adapters kept in fp32)",
+        "app/engine/states.py",
+    ),
+    Term(
+        "qlora", "QLoRA base",
+        f"block linear layers in NF4: {_bits('nf4-dq')} bits per parameter with double "
+        f"quantisation, {_bits('nf4')} without; embeddings, lm_head, norms and biases bf16; "
+        "a 4-bit base trains adapters only",
+        "Dettmers et al., QLoRA, arXiv 2305.14314, section 3; Hugging Face bitsandbytes guide",
+        "app/engine/states.py",
+    ),
+    Term(
+        "sharding", "Several GPUs",
+        "ZeRO-1 divides optimizer states by the number of GPUs, ZeRO-2 also gradients, ZeRO-3 "
+        "(FSDP full shard) also parameters, plus one gathered decoder layer (bf16) per GPU; "
+        "offload moves optimizer states (and with ZeRO-3 parameters) to CPU memory",
+        "ZeRO, arXiv 1910.02054, section 5; ZeRO-Offload, arXiv 2101.06840; ZeRO-Infinity, "
+        "arXiv 2104.07857; PyTorch FSDP docs", "app/engine/states.py",
+    ),
+    Term(
+        "layer-activations", "Activations per decoder layer",
+        "bytes per token: full fine-tuning (bf16) 8i + 20h + 4hkv + 4nh + 8; under autocast with "
+        "fp32 weights 8i + 30h + ...; LoRA base 6i + 12h + 4hkv + 4nh + 8 plus (2 + m)w + 2r per "
+        "adapted layer (m = 1 with dropout); eager attention adds "
+        f"{activations.EAGER_SCORE_BYTES} x heads x sequence",
+        "measured tensor by tensor on Hugging Face training steps (PyTorch MemTracker); "
+        "tools/calibrate/", "app/engine/activations.py",
+    ),
+    Term(
+        "checkpointing", "Gradient checkpointing",
+        f"keeps only each layer's input ({_ckpt['bf16']}h bytes per token in bf16, "
+        f"{_ckpt['amp']}h under fp32 autocast) and recomputes one layer at a time in backward; "
+        "about 20-33 % slower",
+        "Chen et al., arXiv 1604.06174; Hugging Face docs (about 20 %); ZeRO paper (33 %)",
+        "app/engine/activations.py",
+    ),
+    Term(
+        "loss-head", "Loss head",
+        f"{activations.LOSS_FORWARD_BYTES_PER_VOCAB} x vocabulary bytes per token in the forward "
+        "(bf16 logits, fp32 copy, fp32 log-softmax), "
+        f"{_loss_backward} x vocabulary at the start of backward; a chunked loss holds "
+        f"{activations.CHUNKED_LOSS_TOKENS} tokens at a time",
+        "measured on Hugging Face's causal-LM loss (logits upcast to fp32); Liger Kernel, "
+        "torchtune chunked loss", "app/engine/activations.py",
+    ),
+    Term(
+        "peak", "Peak over phases",
+        "max(end of forward, start of backward, end of backward, optimizer step), each the "
+        "states alive then plus that moment's activations; never less than the model states",
+        "measured: adding every term overestimates by up to 25 %", "app/engine/fit.py",
+    ),
+    Term(
+        "overhead", "Overhead",
+        f"CUDA context and workspaces {overhead.CUDA_CONTEXT_BYTES / overhead.GIB:.1f} GiB per "
+        f"GPU (+ {overhead.NCCL_BUFFER_BYTES / overhead.GIB:.1f} GiB NCCL buffers with several "
+        f"GPUs); allocator fragmentation {overhead.FRAGMENTATION_FRACTION:.0%} of the per-step "
+        "tensors",
+        "observed ranges (context 0.3-1 GiB, reserved vs allocated 5-15 %); to be replaced by "
+        "GPU measurements", "app/engine/overhead.py",
+    ),
+    Term(
+        "formats", "Low-precision formats",
+        f"FP8 from compute capability {capabilities.FP8_MIN_CC[0]}.{capabilities.FP8_MIN_CC[1]}; "
+        "MXFP8 and NVFP4 Blackwell only, MXFP8 refused by Transformer Engine on 12.0 and above; "
+        "no memory saving is credited",
+        "NVIDIA Transformer Engine README and support matrix", "app/engine/capabilities.py",
+    ),
+)
+
+__all__ = ["ENGINE_VERSION", "TERMS", "Term"]
