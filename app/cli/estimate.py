@@ -48,6 +48,11 @@ def register(commands: Any) -> None:
     parser.add_argument("--offload", choices=OFFLOADS, default="none")
     parser.add_argument("--chunked-loss", action="store_true",
                         help="a chunked or fused cross-entropy (Liger Kernel, torchtune)")
+    parser.add_argument("--fused-optimizer-step", action="store_true",
+                        help="optimizer step fused into backward: gradients freed per layer")
+    parser.add_argument("--activation-offload", action="store_true",
+                        help="saved activations offloaded to CPU memory")
+    parser.add_argument("--gradient-accumulation", type=int, default=1)
     parser.add_argument("--gpu", action="append", default=[], metavar="SLUG",
                         help="hold the job against this card (repeatable); default: every card")
     parser.add_argument("--format", choices=("json", "table"), default="table")
@@ -104,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
             seq_len=args.seq_len, gradient_checkpointing=args.gradient_checkpointing,
             attention=args.attention, gpus=args.gpus, sharding=args.sharding,
             offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
+            fused_optimizer_step=args.fused_optimizer_step,
+            activation_offload=args.activation_offload,
+            gradient_accumulation=args.gradient_accumulation,
         )
         request = service.EstimateRequest(
             job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)

@@ -240,13 +240,25 @@ def _positive_int(name: str, value: object, maximum: int | None) -> None:
 
 def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
                  sharding: Sharding | None = None) -> ModelStates:
-    """Per-GPU model states for the job (the article's arithmetic, then sharding)."""
+    """Per-GPU model states for the job (the article's arithmetic, then sharding).
+
+    With the optimizer step fused into backward (PyTorch's "optimizer in backward"), each
+    layer's gradients are applied and freed as soon as they are complete, so only the largest
+    layer's gradients are ever held."""
     single = single_gpu_states(
         shape, method=job.method, optimizer=job.optimizer, accounting=job.accounting,
         lora=job.lora, quant=job.effective_quant,
     )
-    return shard_states(
+    sharded = shard_states(
         single, gpus=gpus or job.gpus, sharding=sharding or job.sharding, offload=job.offload
+    )
+    if not job.fused_optimizer_step:
+        return sharded
+    layer_share = shape.largest_layer_params() / shape.total_params
+    return dataclasses.replace(
+        sharded,
+        gradients_bytes=math.ceil(sharded.gradients_bytes * layer_share),
+        adapter_grad_bytes=math.ceil(sharded.adapter_grad_bytes * layer_share),
     )
 
 
@@ -279,10 +291,6 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     static += states.adapter_optimizer_bytes
 
     gradients = states.gradients_bytes + states.adapter_grad_bytes
-    if job.fused_optimizer_step:
-        # Optimizer step fused into backward (PyTorch "optimizer in backward"): each layer's
-        # gradients are applied and freed as soon as they are complete.
-        gradients = math.ceil(gradients * shape.largest_layer_params() / shape.total_params)
     held_gradients = gradients if job.gradient_accumulation > 1 else 0
 
     gathered = 0
