@@ -11,11 +11,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
-from app.web import health
+from app.html.middleware import WebMiddleware
+from app.web import calculator, health, pages, quotes
+from app.web import errors as web_errors
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -39,6 +42,12 @@ def create_app(settings: Settings) -> FastAPI:
     # never keeps the probes or the API from starting.
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.include_router(health.router)
+    app.include_router(calculator.router)
+    app.include_router(quotes.router)
+    app.include_router(pages.router)
+    web_errors.register(app)
+    app.add_middleware(WebMiddleware, settings=settings)
+    app.add_middleware(GZipMiddleware, minimum_size=1024)
     return app
 
 

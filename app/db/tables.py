@@ -166,3 +166,44 @@ class CatalogRevision(Base):
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow, server_default=func.now()
     )
+
+
+QUOTE_ITEM_KINDS: tuple[str, ...] = ("gpu", "system")
+
+
+class QuoteRequest(Base):
+    """A customer's request for a quote, with the sizing it was asked from (a snapshot).
+
+    ``token`` is the unguessable key of the customer's permanent page ``/q/<token>``;
+    ``reference`` is the short code people quote on the phone and the shop's quote URL
+    carries. ``sizing`` is the whole estimate as it was shown (engine version included), so
+    a later catalog or engine change never rewrites what the customer saw.
+    """
+
+    __tablename__ = "quote_request"
+    __table_args__ = (
+        CheckConstraint(_in("item_kind", QUOTE_ITEM_KINDS), name="item_kind"),
+        CheckConstraint("quantity > 0", name="quantity_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    reference: Mapped[str] = mapped_column(String(16), unique=True)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=func.now()
+    )
+    locale: Mapped[str] = mapped_column(String(8))
+    name: Mapped[str] = mapped_column(String(200))
+    company: Mapped[str] = mapped_column(String(200))
+    email: Mapped[str] = mapped_column(String(254))
+    country: Mapped[str] = mapped_column(String(2))
+    vat_id: Mapped[str | None] = mapped_column(String(32))
+    message: Mapped[str | None] = mapped_column(Text)
+    quantity: Mapped[int] = mapped_column(Integer)
+    item_kind: Mapped[str] = mapped_column(String(16))
+    item_slug: Mapped[str] = mapped_column(String(64))
+    item_name: Mapped[str] = mapped_column(String(200))
+    item_sku_price_eur_net: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    calculator_query: Mapped[str] = mapped_column(Text)
+    engine_version: Mapped[str] = mapped_column(String(32))
+    sizing: Mapped[dict[str, Any]] = mapped_column(JSON)

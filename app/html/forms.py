@@ -1,0 +1,112 @@
+"""Form parsing for HTML surfaces: bounded bodies, typed fields, per-field errors.
+
+Errors are collected per field (``{"batch": "must be ..."}``) so a page can print each one
+beside its control; messages are English source strings that templates translate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+from urllib.parse import parse_qsl
+
+from fastapi import Request
+
+MAX_FORM_BYTES: Final = 1024 * 1024
+"""Largest urlencoded body read (a 256 KB config.json, percent-encoded, fits)."""
+
+
+@dataclass
+class FormBody:
+    """A POSTed form's fields (last value wins), or ``too_large`` when it was cut off."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+    too_large: bool = False
+
+
+async def read_form(request: Request) -> FormBody:
+    """Read an urlencoded body, never more than MAX_FORM_BYTES (a FastAPI dependency)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        return FormBody(too_large=True)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            return FormBody(too_large=True)
+        chunks.append(chunk)
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    return FormBody(fields=dict(parse_qsl(text, keep_blank_values=True)))
+
+
+def N_(message: str) -> str:
+    """Mark a message for extraction; it is translated where it is shown."""
+    return message
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One message (an English msgid) with named numbers or words to put into it."""
+
+    message: str
+    params: Mapping[str, int | str] = field(default_factory=dict)
+
+
+@dataclass
+class FieldErrors:
+    """Messages by field name; the first message per field wins."""
+
+    messages: dict[str, FieldError] = field(default_factory=dict)
+
+    def add(self, name: str, message: str, **params: int | str) -> None:
+        self.messages.setdefault(name, FieldError(message, params))
+
+    def __bool__(self) -> bool:
+        return bool(self.messages)
+
+
+def text(
+    data: Mapping[str, str], name: str, errors: FieldErrors, *, default: str = "",
+    max_length: int = 200, required: bool = False,
+) -> str:
+    value = data.get(name, default).strip()
+    if required and not value:
+        errors.add(name, N_("This field is required."))
+    elif len(value) > max_length:
+        errors.add(name, N_("At most %(max)s characters."), max=max_length)
+    return value
+
+
+def integer(
+    data: Mapping[str, str], name: str, errors: FieldErrors, *, default: int,
+    minimum: int, maximum: int,
+) -> int:
+    raw = data.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        errors.add(name, N_("Enter a whole number."))
+        return default
+    if not minimum <= value <= maximum:
+        errors.add(name, N_("Enter a number from %(min)s to %(max)s."), min=minimum, max=maximum)
+        return value
+    return value
+
+
+def choice(
+    data: Mapping[str, str], name: str, errors: FieldErrors, *, choices: Sequence[str],
+    default: str,
+) -> str:
+    value = data.get(name, "").strip() or default
+    if value not in choices:
+        errors.add(name, N_("Choose one of the offered values."))
+        return default
+    return value
+
+
+def flag(data: Mapping[str, str], name: str) -> bool:
+    return data.get(name, "").strip().lower() in {"1", "on", "true", "yes"}

@@ -1,0 +1,105 @@
+"""Locales for the customer pages: which one a request gets, its messages, and formatting.
+
+* The message catalogs are the ``.po`` files under ``app/locales/<lang>/LC_MESSAGES/``; they
+  are compiled in memory the first time a locale is used (no ``.mo`` file to forget to
+  rebuild), so what is committed is exactly what is served.
+* A request's locale: an explicit ``lang`` cookie (set by the visible switcher), else the
+  browser's ``Accept-Language``, else the settings' default.
+* Formatting is presentation (ARCHITECTURE rule 8): bytes -> "16,7 GB" and prices -> EUR are
+  Jinja filters bound to the request's locale, built on ``babel.numbers``.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+from collections.abc import Sequence
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+
+from babel import Locale, UnknownLocaleError
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.numbers import format_currency, format_decimal
+
+from app.config import APP_DIR
+
+LOCALES_DIR: Path = APP_DIR / "locales"
+LOCALE_COOKIE = "lang"
+GB = 10**9
+
+LANGUAGE_NAMES: dict[str, str] = {"de": "Deutsch", "en": "English"}
+
+
+@lru_cache(maxsize=16)
+def translations(lang: str) -> gettext.NullTranslations:
+    """The compiled messages for ``lang`` (English source strings when there is no catalog)."""
+    path = LOCALES_DIR / lang / "LC_MESSAGES" / "messages.po"
+    if not path.is_file():
+        return gettext.NullTranslations()
+    with path.open("rb") as handle:
+        catalog = read_po(handle, locale=lang)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog)
+    buffer.seek(0)
+    return gettext.GNUTranslations(buffer)
+
+
+def _parse_accept_language(header: str) -> list[str]:
+    """Language tags from an Accept-Language header, best first (q=0 dropped)."""
+    weighted: list[tuple[float, int, str]] = []
+    for index, part in enumerate(header.split(",")):
+        pieces = part.strip().split(";")
+        tag = pieces[0].strip()
+        if not tag or tag == "*":
+            continue
+        quality = 1.0
+        for param in pieces[1:]:
+            name, _, value = param.strip().partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            weighted.append((-quality, index, tag))
+    return [tag for _, _, tag in sorted(weighted)]
+
+
+def negotiate(
+    *, cookie: str | None, accept_language: str | None, supported: Sequence[str], default: str
+) -> str:
+    """The locale for a request: cookie, then Accept-Language (language part), then default."""
+    if cookie is not None and cookie in supported:
+        return cookie
+    for tag in _parse_accept_language(accept_language or ""):
+        language = tag.split("-")[0].split("_")[0].lower()
+        if language in supported:
+            return language
+    return default
+
+
+@lru_cache(maxsize=16)
+def _locale(lang: str) -> Locale:
+    try:
+        return Locale.parse(lang)
+    except (UnknownLocaleError, ValueError):
+        return Locale.parse("en")
+
+
+def format_gb(value_bytes: int | float, lang: str) -> str:
+    """Bytes as decimal gigabytes: one decimal below 100 GB, none above ("1.129 GB" in de)."""
+    value = float(value_bytes) / GB
+    pattern = "#,##0" if abs(value) >= 100 else "#,##0.0"
+    return f"{format_decimal(value, format=pattern, locale=_locale(lang))}\u00a0GB"
+
+
+def format_number(value: int | float, lang: str) -> str:
+    """A whole or decimal number with the locale's grouping and decimal sign."""
+    return format_decimal(value, locale=_locale(lang))
+
+
+def format_eur(value: Decimal | int | float, lang: str) -> str:
+    """A EUR amount the locale's way ("9.999,00 €" in de, "€9,999.00" in en)."""
+    return format_currency(value, "EUR", locale=_locale(lang))

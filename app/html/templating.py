@@ -1,0 +1,131 @@
+"""One ``render()`` for every customer page: the full page, or named blocks for htmx.
+
+ARCHITECTURE rule 4: one template per page, its fragments are named blocks inside it. A
+request made by htmx (``HX-Request: true``) gets only the blocks the route names; any other
+request (a browser without JavaScript, a shared link, htmx restoring history) gets the whole
+page. Either way the response says ``Vary: HX-Request`` so no cache mixes the two up.
+
+Messages go through gettext with the request's locale (``{% trans %}`` and ``_()`` in
+templates); the number filters format for the same locale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2.runtime import Context
+from markupsafe import Markup
+
+from app.config import TEMPLATES_DIR, Settings
+from app.html import i18n
+from app.html.forms import FieldError
+from app.html.htmx import is_htmx
+
+VARY = "HX-Request, Accept-Language, Cookie"
+
+
+@pass_context
+def _gettext(context: Context, message: str) -> str:
+    return i18n.translations(context["lang"]).gettext(message)
+
+
+@pass_context
+def _ngettext(context: Context, singular: str, plural: str, n: int) -> str:
+    return i18n.translations(context["lang"]).ngettext(singular, plural, n)
+
+
+@pass_context
+def _gb(context: Context, value: int | float) -> str:
+    return i18n.format_gb(value, context["lang"])
+
+
+@pass_context
+def _number(context: Context, value: int | float) -> str:
+    return i18n.format_number(value, context["lang"])
+
+
+@pass_context
+def _eur(context: Context, value: Decimal | int | float) -> str:
+    return i18n.format_eur(value, context["lang"])
+
+
+@pass_context
+def _error_text(context: Context, error: FieldError | None) -> str:
+    """A field error in the request's language, numbers formatted for it."""
+    if error is None:
+        return ""
+    lang = context["lang"]
+    message = i18n.translations(lang).gettext(error.message)
+    params = {
+        key: (i18n.format_gb(value, lang) if key.endswith("_bytes")
+              else i18n.format_number(value, lang)) if isinstance(value, int) else value
+        for key, value in error.params.items()
+    }
+    return message % params if params else message
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The Jinja environment: autoescaping on, undefined names are errors, gettext installed."""
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES_DIR),
+        autoescape=select_autoescape(["html", "svg"]),
+        undefined=StrictUndefined,
+        extensions=["jinja2.ext.i18n"],
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        _gettext, _ngettext, newstyle=True
+    )
+    env.filters["gb"] = _gb
+    env.filters["number"] = _number
+    env.filters["eur"] = _eur
+    env.globals["error_text"] = _error_text
+    return env
+
+
+def page_context(request: Request) -> dict[str, Any]:
+    """What every page template may use: the request, its locale and the settings."""
+    settings: Settings = request.app.state.settings
+    return {
+        "request": request,
+        "lang": request.state.lang,
+        "languages": [(code, i18n.LANGUAGE_NAMES.get(code, code))
+                      for code in settings.supported_locales],
+        "settings": settings,
+    }
+
+
+def render_blocks(template_name: str, blocks: Iterable[str], context: Mapping[str, Any]) -> str:
+    """Only the named blocks of a page template, concatenated (an htmx answer)."""
+    template = environment().get_template(template_name)
+    ctx = template.new_context(dict(context))
+    return "".join("".join(template.blocks[name](ctx)) for name in blocks)
+
+
+def render(
+    request: Request,
+    template_name: str,
+    context: Mapping[str, Any],
+    *,
+    blocks: Iterable[str] = (),
+    status_code: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> HTMLResponse:
+    """The page, or for an htmx request the named ``blocks`` (the full page if none named)."""
+    full_context = {**page_context(request), **context}
+    block_names = list(blocks)
+    if is_htmx(request) and block_names:
+        body = render_blocks(template_name, block_names, full_context)
+    else:
+        body = environment().get_template(template_name).render(full_context)
+    response = HTMLResponse(Markup(body), status_code=status_code, headers=dict(headers or {}))
+    response.headers["Vary"] = VARY
+    return response

@@ -1,0 +1,1 @@
+"""Quote requests: what a customer asked for, with the sizing it was asked from."""

@@ -1,0 +1,46 @@
+"""The only place the quotes domain talks SQL."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.tables import QuoteRequest
+from app.quotes.schemas import Contact, QuoteRequestRecord
+
+
+def _record(row: QuoteRequest) -> QuoteRequestRecord:
+    created = row.created_at
+    if created.tzinfo is None:  # SQLite keeps it naive; it was written as UTC
+        created = created.replace(tzinfo=UTC)
+    return QuoteRequestRecord(
+        token=row.token, reference=row.reference, created_at=created, locale=row.locale,
+        contact=Contact(
+            name=row.name, company=row.company, email=row.email, country=row.country,
+            vat_id=row.vat_id, message=row.message, quantity=row.quantity,
+        ),
+        item_kind=row.item_kind, item_slug=row.item_slug, item_name=row.item_name,
+        item_sku_price_eur_net=row.item_sku_price_eur_net,
+        calculator_query=row.calculator_query, engine_version=row.engine_version,
+        sizing=dict(row.sizing),
+    )
+
+
+def add(session: Session, row: QuoteRequest) -> QuoteRequestRecord:
+    session.add(row)
+    session.flush()
+    return _record(row)
+
+
+def get_by_token(session: Session, token: str) -> QuoteRequestRecord | None:
+    row = session.scalars(select(QuoteRequest).where(QuoteRequest.token == token)).one_or_none()
+    return _record(row) if row is not None else None
+
+
+def reference_taken(session: Session, reference: str) -> bool:
+    found = session.scalars(
+        select(QuoteRequest.id).where(QuoteRequest.reference == reference)
+    ).first()
+    return found is not None

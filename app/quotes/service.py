@@ -1,0 +1,116 @@
+"""Create and read quote requests. Services never commit (the request's session does).
+
+The sizing snapshot is computed here from the calculator request through the estimates
+service, never taken from the browser, so what is stored is what the engine says.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import asdict
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlalchemy.orm import Session
+
+from app.catalog.schemas import Catalog
+from app.db.tables import QuoteRequest
+from app.errors import InvalidInput, NotFound
+from app.estimates import service as estimates_service
+from app.estimates.service import EstimateRequest, Sizing
+from app.quotes import repository
+from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord
+
+TOKEN_BYTES = 24
+"""secrets.token_urlsafe(24): 192 random bits, 32 characters; unguessable."""
+REFERENCE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+MAX_QUANTITY = 1000
+_UNSAFE = re.compile(r"[<>\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _reference(session: Session) -> str:
+    while True:
+        candidate = "Q-" + "".join(secrets.choice(REFERENCE_ALPHABET) for _ in range(8))
+        if not repository.reference_taken(session, candidate):
+            return candidate
+
+
+def _check(contact: Contact) -> None:
+    for name in ("name", "company", "email", "country"):
+        if not getattr(contact, name):
+            raise InvalidInput(f"{name}: required")
+    for name in ("name", "company", "email", "country", "vat_id"):
+        value = getattr(contact, name)
+        if value and _UNSAFE.search(value):
+            raise InvalidInput(f"{name}: must not contain markup or control characters")
+    if not 1 <= contact.quantity <= MAX_QUANTITY:
+        raise InvalidInput(f"quantity: must be from 1 to {MAX_QUANTITY}")
+
+
+def _item(catalog: Catalog, sizing: Sizing, kind: ItemKind, slug: str) -> tuple[
+    str, Decimal | None, dict[str, Any]
+]:
+    if kind == "gpu":
+        gpu = catalog.gpu(slug)
+        fit = next((f for f in sizing.result.fits if f.gpu == slug), None)
+        return gpu.name, gpu.price_eur_net, asdict(fit) if fit else {}
+    system = catalog.system(slug)
+    row = next((r for r in sizing.systems if r.system.slug == slug), None)
+    fit_data: dict[str, Any] = {}
+    if row is not None:
+        fit_data = {
+            "gpu": row.gpu.slug, "gpus": row.gpus, "sharding": row.sharding, "fits": row.fits,
+            "total_bytes_per_gpu": row.total_bytes_per_gpu,
+            "free_bytes_per_gpu": row.free_bytes_per_gpu, "max_batch_size": row.max_batch_size,
+        }
+    return system.name, system.price_eur_net, fit_data
+
+
+def snapshot(sizing: Sizing, item_fit: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
+    """The whole sizing as the customer saw it, JSON-ready."""
+    return {
+        "calculator": query,
+        "item_fit": item_fit,
+        "result": sizing.result.to_dict(),
+        "systems": [
+            {"slug": r.system.slug, "name": r.system.name, "gpu": r.gpu.slug, "gpus": r.gpus,
+             "sharding": r.sharding, "fits": r.fits,
+             "total_bytes_per_gpu": r.total_bytes_per_gpu,
+             "free_bytes_per_gpu": r.free_bytes_per_gpu, "max_batch_size": r.max_batch_size}
+            for r in sizing.systems
+        ],
+    }
+
+
+def create_request(
+    session: Session, *, catalog: Catalog, estimate: EstimateRequest,
+    calculator_query: dict[str, str], item_kind: ItemKind, item_slug: str, contact: Contact,
+    locale: str,
+) -> QuoteRequestRecord:
+    """Store a quote request with its sizing snapshot. Raises InvalidInput / NotFound."""
+    _check(contact)
+    sizing = estimates_service.sizing(catalog, estimate)
+    name, price, item_fit = _item(catalog, sizing, item_kind, item_slug)
+    row = QuoteRequest(
+        token=secrets.token_urlsafe(TOKEN_BYTES), reference=_reference(session), locale=locale,
+        name=contact.name, company=contact.company, email=contact.email,
+        country=contact.country, vat_id=contact.vat_id, message=contact.message,
+        quantity=contact.quantity, item_kind=item_kind, item_slug=item_slug, item_name=name,
+        item_sku_price_eur_net=price,
+        calculator_query=urlencode(calculator_query),
+        engine_version=sizing.result.engine_version,
+        sizing=snapshot(sizing, item_fit, calculator_query),
+    )
+    return repository.add(session, row)
+
+
+def get_request(session: Session, *, token: str) -> QuoteRequestRecord:
+    """A stored request by its token; NotFound otherwise (no hint whether it ever existed)."""
+    if len(token) > 64:
+        raise NotFound("quote request not found")
+    record = repository.get_by_token(session, token)
+    if record is None:
+        raise NotFound("quote request not found")
+    return record

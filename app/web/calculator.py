@@ -1,0 +1,135 @@
+"""The calculator at ``/``: the same URL serves the page, the htmx result and shared links.
+
+* ``GET /?model=...&method=...`` renders the whole result on the server (a shareable link,
+  no JavaScript needed); with ``HX-Request`` only the result and the field errors.
+* ``POST /`` is the no-JavaScript form and the one that carries a pasted config.json (too big
+  for a URL). A catalog model is redirected (303) to its shareable GET URL; htmx gets the
+  fragment plus ``HX-Push-Url`` so the address bar follows.
+* ``GET /models?q=`` is the search-as-you-type over the catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import groupby
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+from sqlalchemy.orm import Session
+
+from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog, ModelRecord
+from app.db.session import DbSession
+from app.errors import InvalidInput, NotFound
+from app.estimates import service as estimates_service
+from app.html import htmx
+from app.html.forms import N_, FieldErrors, FormBody, read_form
+from app.html.templating import render
+from app.web import calculator_form as form
+from app.web import result_view
+from app.web.calculator_form import CalculatorInput
+
+router = APIRouter(include_in_schema=False)
+
+TEMPLATE = "web/calculator.html"
+FRAGMENTS = ("result", "field_errors")
+FOUR_BIT_FULL = N_(
+    "A 4-bit base cannot be fully fine-tuned: bitsandbytes trains only adapters on 4-bit "
+    "weights. Choose QLoRA, or keep the base in bf16."
+)
+
+
+def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:
+    """Catalog models by family (families and models sorted), filtered by a search text."""
+    needle = query.strip().lower()
+    chosen = [
+        m for m in models
+        if not needle or needle in m.slug.lower() or needle in m.hf_id.lower()
+        or needle in m.family.lower()
+    ]
+    chosen.sort(key=lambda m: (m.family.lower(), m.params_total))
+    return [(family, list(items)) for family, items in groupby(chosen, key=lambda m: m.family)]
+
+
+def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors) -> tuple[Any, int]:
+    """The result view, or None with the status the errors call for (422, or 404)."""
+    if calc.gpu and all(gpu.slug != calc.gpu for gpu in catalog.gpus):
+        errors.add("gpu", N_("No such card in our catalog."))
+    if errors:
+        return None, 404 if "model" in errors.messages or "gpu" in errors.messages else 422
+    try:
+        sizing = estimates_service.sizing(catalog, calc.estimate_request())
+    except NotFound as exc:
+        field, _ = form.engine_error_field(exc.detail)
+        errors.add(field, N_("No such model in our catalog."))
+        return None, 404
+    except InvalidInput as exc:
+        field, reason = form.engine_error_field(exc.detail)
+        errors.add(field, FOUR_BIT_FULL if "fully fine-tuned" in reason else reason)
+        return None, 422
+    return result_view.build(calc, catalog, sizing), 200
+
+
+def page(request: Request, session: Session, data: Mapping[str, str], *,
+         calc: CalculatorInput | None = None, errors: FieldErrors | None = None,
+         status: int | None = None, headers: Mapping[str, str] | None = None) -> HTMLResponse:
+    """Parse, size, render: the page or, for htmx, the result and the field errors."""
+    if calc is None or errors is None:
+        calc, errors = form.parse(data)
+    catalog = catalog_service.get_catalog(session)
+    view, computed_status = size(catalog, calc, errors)
+    return render(
+        request, TEMPLATE,
+        {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
+         "groups": model_groups(catalog.models), "form": form,
+         "stock_labels": result_view.STOCK_LABELS},
+        blocks=FRAGMENTS, status_code=status or computed_status, headers=headers,
+    )
+
+
+@router.get("/", response_class=HTMLResponse)
+def calculator(request: Request, session: DbSession) -> HTMLResponse:
+    """The calculator with the result for the query (defaults on first load)."""
+    return page(request, session, request.query_params)
+
+
+@router.post("/", response_class=HTMLResponse)
+def calculate(
+    request: Request, session: DbSession, body: Annotated[FormBody, Depends(read_form)]
+) -> Response:
+    """No-JavaScript submit and pasted configs; catalog models go to their shareable URL."""
+    if body.too_large:
+        calc, errors = CalculatorInput(model=form.CUSTOM_MODEL), FieldErrors()
+        errors.add("config", N_("A config.json may be at most %(max)s KB."), max=256)
+        return page(request, session, {}, calc=calc, errors=errors, status=413)
+    calc, errors = form.parse(body.fields)
+    if not errors and not calc.is_custom and not htmx.is_htmx(request):
+        return Response(status_code=303, headers={"Location": calc.url()})
+    push = "false" if calc.is_custom else calc.url()
+    return page(request, session, body.fields, calc=calc, errors=errors,
+                headers={"HX-Push-Url": push})
+
+
+@router.get("/models", response_class=HTMLResponse)
+def search_models(
+    request: Request, session: DbSession, q: str = "", model: str = ""
+) -> HTMLResponse:
+    """Search-as-you-type: the model list filtered (htmx), or the calculator with it.
+
+    The current model stays chosen when it matches; otherwise the first match is chosen and
+    the ``models-filtered`` event makes the calculator form recalculate for it."""
+    catalog = catalog_service.get_catalog(session)
+    calc = CalculatorInput()
+    groups = model_groups(catalog.models, q[:100])
+    slugs = [m.slug for _, models in groups for m in models]
+    if slugs:
+        calc.model = model if model in slugs else slugs[0]
+    view, status = size(catalog, calc, FieldErrors())
+    return render(
+        request, TEMPLATE,
+        {"calc": calc, "errors": {}, "view": view, "catalog": catalog, "groups": groups,
+         "form": form, "search": q[:100], "stock_labels": result_view.STOCK_LABELS},
+        blocks=("model_options",), status_code=status,
+        headers={"HX-Trigger-After-Settle": "models-filtered"},
+    )

@@ -1,0 +1,214 @@
+"""The calculator's fields: parse query or form values into a Job, with per-field errors.
+
+The same parser serves ``GET /?...`` (shareable links), the no-JavaScript POST, htmx and the
+quote form (which carries the sizing it was asked from), so a link always reproduces the
+result it was copied from. Short, stable parameter names keep the links readable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+from urllib.parse import urlencode
+
+from app.engine import Job
+from app.engine.activations import Attention
+from app.engine.states import (
+    LORA_TARGET_PRESETS,
+    METHODS,
+    OFFLOADS,
+    OPTIMIZERS,
+    QUANTS,
+    SHARDINGS,
+    Method,
+    Offload,
+    Optimizer,
+    Quant,
+    Sharding,
+)
+from app.estimates.service import EstimateRequest
+from app.html import forms
+from app.html.forms import N_, FieldErrors
+
+CUSTOM_MODEL: Final = "custom"
+DEFAULT_MODEL: Final = "llama-3.1-8b"
+MAX_CONFIG_BYTES: Final = 256 * 1024
+MAX_BATCH: Final = 4096
+MAX_SEQ: Final = 1 << 20
+MAX_GPUS: Final = 1024
+MAX_RANK: Final = 4096
+
+ATTENTION_CHOICES: Final[tuple[Attention, ...]] = ("flash", "eager")
+
+METHOD_LABELS: Final = {
+    "full": N_("Full fine-tune"), "lora": N_("LoRA"), "qlora": N_("QLoRA (4-bit base)"),
+}
+OPTIMIZER_LABELS: Final = {
+    "adamw": N_("AdamW"), "adamw_8bit": N_("8-bit AdamW"),
+    "paged_adamw_32bit": N_("Paged AdamW (32-bit)"), "paged_adamw_8bit": N_("Paged 8-bit AdamW"),
+    "sgd": N_("SGD with momentum"), "adafactor": N_("Adafactor"),
+}
+TARGET_LABELS: Final = {
+    "all-linear": N_("All linear layers"), "attention": N_("Attention (q, k, v, o)"),
+    "qv": N_("q and v only"), "mlp": N_("MLP only"),
+}
+ATTENTION_LABELS: Final = {
+    "flash": N_("FlashAttention / SDPA"), "eager": N_("Eager (quadratic)"),
+}
+QUANT_LABELS: Final = {
+    "": N_("bf16 (as released)"), "nf4-dq": N_("4-bit NF4, double quantisation"),
+    "nf4": N_("4-bit NF4"),
+}
+SHARDING_LABELS: Final = {
+    "none": N_("None (data parallel)"), "zero1": N_("ZeRO-1 (optimizer states)"),
+    "zero2": N_("ZeRO-2 (+ gradients)"), "zero3": N_("ZeRO-3 / FSDP (+ weights)"),
+}
+OFFLOAD_LABELS: Final = {
+    "none": N_("None"), "optimizer": N_("Optimizer states to CPU"),
+    "optimizer+params": N_("Optimizer states and weights to CPU"),
+}
+
+# Engine field -> form field, to put an engine error beside its control.
+ENGINE_FIELDS: Final = {
+    "batch_size": "batch", "seq_len": "seq", "lora_rank": "rank", "lora_targets": "targets",
+    "quant": "quant", "method": "method", "optimizer": "optimizer", "gpus": "gpus",
+    "sharding": "sharding", "offload": "offload", "attention": "attention", "model": "model",
+    "gpu": "gpu",
+}
+
+
+@dataclass
+class CalculatorInput:
+    """What the customer asked, as the form shows it (valid or not)."""
+
+    model: str = DEFAULT_MODEL
+    config_text: str = ""
+    method: str = "lora"
+    optimizer: str = "adamw"
+    rank: int = 16
+    targets: str = "all-linear"
+    quant: str = ""
+    batch: int = 1
+    seq: int = 2048
+    ckpt: bool = False
+    attention: str = "flash"
+    gpus: int = 1
+    sharding: str = "none"
+    offload: str = "none"
+    gpu: str = ""
+    config: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def is_custom(self) -> bool:
+        return self.model == CUSTOM_MODEL
+
+    def query(self) -> dict[str, str]:
+        """The shareable parameters (never the pasted config, which does not fit a URL)."""
+        values: dict[str, str] = {
+            "model": self.model, "method": self.method, "optimizer": self.optimizer,
+            "batch": str(self.batch), "seq": str(self.seq),
+        }
+        if self.method != "full":
+            values.update(rank=str(self.rank), targets=self.targets)
+        if self.quant:
+            values["quant"] = self.quant
+        if self.ckpt:
+            values["ckpt"] = "1"
+        if self.attention != "flash":
+            values["attention"] = self.attention
+        if self.gpus != 1:
+            values["gpus"] = str(self.gpus)
+        if self.sharding != "none":
+            values["sharding"] = self.sharding
+        if self.offload != "none":
+            values["offload"] = self.offload
+        if self.gpu:
+            values["gpu"] = self.gpu
+        return values
+
+    def url(self) -> str:
+        """The link that reproduces this result; None-like for a pasted config."""
+        return "/?" + urlencode(self.query())
+
+    def job(self) -> Job:
+        return Job(
+            method=cast(Method, self.method),
+            optimizer=cast(Optimizer, self.optimizer),
+            lora_rank=self.rank,
+            lora_targets=self.targets,
+            quant=cast(Quant, self.quant) if self.quant else None,
+            batch_size=self.batch,
+            seq_len=self.seq,
+            gradient_checkpointing=self.ckpt,
+            attention=cast(Attention, self.attention),
+            gpus=self.gpus,
+            sharding=cast(Sharding, self.sharding),
+            offload=cast(Offload, self.offload),
+        )
+
+    def estimate_request(self) -> EstimateRequest:
+        if self.is_custom:
+            return EstimateRequest(job=self.job(), model_config=self.config or {})
+        return EstimateRequest(job=self.job(), model_slug=self.model)
+
+
+def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
+    """Read the calculator's fields; an absent field takes its default."""
+    errors = FieldErrors()
+    slug = data.get("model", "").strip() or DEFAULT_MODEL
+    if len(slug) > 100:
+        errors.add("model", N_("No such model in our catalog."))
+        slug = DEFAULT_MODEL
+    calc = CalculatorInput(
+        model=slug,
+        method=forms.choice(data, "method", errors, choices=METHODS, default="lora"),
+        optimizer=forms.choice(data, "optimizer", errors, choices=OPTIMIZERS, default="adamw"),
+        rank=forms.integer(data, "rank", errors, default=16, minimum=1, maximum=MAX_RANK),
+        targets=forms.choice(
+            data, "targets", errors, choices=LORA_TARGET_PRESETS, default="all-linear"
+        ),
+        quant=forms.choice(data, "quant", errors, choices=("", *QUANTS), default=""),
+        batch=forms.integer(data, "batch", errors, default=1, minimum=1, maximum=MAX_BATCH),
+        seq=forms.integer(data, "seq", errors, default=2048, minimum=1, maximum=MAX_SEQ),
+        ckpt=forms.flag(data, "ckpt"),
+        attention=forms.choice(
+            data, "attention", errors, choices=ATTENTION_CHOICES, default="flash"
+        ),
+        gpus=forms.integer(data, "gpus", errors, default=1, minimum=1, maximum=MAX_GPUS),
+        sharding=forms.choice(data, "sharding", errors, choices=SHARDINGS, default="none"),
+        offload=forms.choice(data, "offload", errors, choices=OFFLOADS, default="none"),
+        gpu=data.get("gpu", "").strip()[:64],
+    )
+    if calc.is_custom:
+        calc.config_text = data.get("config", "")
+        calc.config = _parse_config(calc.config_text, errors)
+    return calc, errors
+
+
+def _parse_config(text: str, errors: FieldErrors) -> Mapping[str, Any] | None:
+    if not text.strip():
+        errors.add("config", N_("Paste the model's config.json."))
+        return None
+    if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
+        errors.add("config", N_("A config.json may be at most %(max)s KB."), max=256)
+        return None
+    try:
+        config = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        errors.add("config", N_("This is not valid JSON."))
+        return None
+    if not isinstance(config, dict):
+        errors.add("config", N_("A config.json is a JSON object ({...})."))
+        return None
+    return config
+
+
+def engine_error_field(detail: str) -> tuple[str, str]:
+    """``"seq_len: must be ..."`` -> ``("seq", "must be ...")``; unknown fields go to model."""
+    name, _, reason = detail.partition(":")
+    name = name.strip()
+    if name.startswith("model_config"):
+        return "config", reason.strip()
+    return ENGINE_FIELDS.get(name, "model"), reason.strip() or detail

@@ -1,0 +1,61 @@
+"""Small customer pages: the language switcher and "How we calculate"."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.config import ROOT, STATIC_DIR, Settings
+from app.engine.documentation import TERMS
+from app.engine.estimate import ENGINE_VERSION
+from app.html.i18n import LOCALE_COOKIE
+from app.html.templating import render
+
+router = APIRouter(include_in_schema=False)
+
+ACCURACY_JSON = ROOT / "docs" / "accuracy.json"
+ACCURACY_PNG = STATIC_DIR / "img" / "accuracy.png"
+ONE_YEAR_S = 365 * 24 * 3600
+
+
+def _safe_next(target: str) -> str:
+    """Only a path on this site (no scheme, no //host) may be the place we send people back."""
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+@router.get("/lang/{code}")
+def switch_language(request: Request, code: str, next: str = "/") -> Response:
+    """The visible switcher: remember the choice in a cookie and go back where we were."""
+    settings: Settings = request.app.state.settings
+    response = Response(status_code=303, headers={"Location": _safe_next(next)})
+    if code in settings.supported_locales:
+        response.set_cookie(
+            LOCALE_COOKIE, code, max_age=ONE_YEAR_S, httponly=True, samesite="lax",
+            secure=request.url.scheme == "https",
+        )
+    return response
+
+
+def _accuracy() -> dict[str, Any] | None:
+    if not ACCURACY_JSON.is_file():
+        return None
+    try:
+        data = json.loads(ACCURACY_JSON.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else {"rows": data}
+
+
+@router.get("/how-we-calculate", response_class=HTMLResponse)
+def how_we_calculate(request: Request) -> HTMLResponse:
+    """Every term with its formula and source, straight from the engine's documentation."""
+    return render(
+        request, "web/how_we_calculate.html",
+        {"terms": TERMS, "engine_version": ENGINE_VERSION, "accuracy": _accuracy(),
+         "accuracy_plot": ACCURACY_PNG.is_file()},
+    )

@@ -1,0 +1,137 @@
+"""Quote requests: the form from a result row, the stored request, its permanent page.
+
+``GET /quote?item=gpu:<slug>&<calculator parameters>`` shows the short form with the sizing
+it came from; ``POST /quote`` stores the request (sizing recomputed on the server) and sends
+the customer to ``/q/<token>``, the permanent, unguessable page of that request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+from sqlalchemy.orm import Session
+
+from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog
+from app.config import Settings
+from app.db.session import DbSession
+from app.errors import InvalidInput, NotFound
+from app.html import htmx
+from app.html.forms import FieldErrors, FormBody, read_form
+from app.html.templating import render
+from app.quotes import service as quotes_service
+from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord
+from app.web import calculator, quote_form, result_view
+from app.web import calculator_form as calc_form
+from app.web.calculator_form import CalculatorInput
+
+router = APIRouter(include_in_schema=False)
+
+FORM_TEMPLATE = "web/quote.html"
+REQUEST_TEMPLATE = "web/quote_request.html"
+
+
+def shop_quote_url(settings: Settings, record: QuoteRequestRecord) -> str | None:
+    """The shop's own quote URL with SKU, quantity and reference filled in, if configured."""
+    if not settings.quote_url_template:
+        return None
+    try:
+        return settings.quote_url_template.format(
+            sku=quote(record.item_slug, safe=""), quantity=record.contact.quantity,
+            reference=quote(record.reference, safe=""),
+        )
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a quote form is about: the calculator input, the item, and its sizing."""
+
+    calc: CalculatorInput
+    kind: ItemKind
+    slug: str
+    name: str
+    view: result_view.ResultView
+    catalog: Catalog
+
+
+def _resolve(session: Session, data: Mapping[str, str]) -> _Asked:
+    """The item and sizing a form carries; NotFound / InvalidInput render as error pages."""
+    calc, calc_errors = calc_form.parse(data)
+    item = quote_form.parse_item(data.get("item", ""))
+    catalog = catalog_service.get_catalog(session)
+    if item is None:
+        raise NotFound("item: no such card or system")
+    kind, slug = item
+    name = catalog.gpu(slug).name if kind == "gpu" else catalog.system(slug).name
+    if calc.is_custom:
+        raise InvalidInput("model: a pasted config.json cannot be carried into a quote link")
+    view, status = calculator.size(catalog, calc, calc_errors)
+    if view is None:
+        raise NotFound("model: not in the catalog") if status == 404 else InvalidInput(
+            "calculator: the sizing parameters are not valid"
+        )
+    return _Asked(calc, kind, slug, name, view, catalog)
+
+
+def _form_page(request: Request, asked: _Asked, *, contact: Contact | None = None,
+               errors: FieldErrors | None = None, status: int = 200) -> HTMLResponse:
+    return render(
+        request, FORM_TEMPLATE,
+        {"calc": asked.calc, "view": asked.view, "item": f"{asked.kind}:{asked.slug}",
+         "item_kind": asked.kind, "item_slug": asked.slug, "item_name": asked.name,
+         "contact": contact, "errors": (errors or FieldErrors()).messages,
+         "countries": quote_form.countries(request.state.lang),
+         "calc_labels": calc_form},
+        blocks=("quote_form",), status_code=status,
+    )
+
+
+@router.get("/quote", response_class=HTMLResponse)
+def quote_request_form(request: Request, session: DbSession) -> HTMLResponse:
+    """The short form for the card or system of a result row."""
+    return _form_page(request, _resolve(session, request.query_params))
+
+
+@router.post("/quote", response_class=HTMLResponse)
+def submit_quote_request(
+    request: Request, session: DbSession, body: Annotated[FormBody, Depends(read_form)]
+) -> Response:
+    """Store the request with its sizing; 303 (or HX-Redirect) to its permanent page."""
+    if body.too_large:
+        raise InvalidInput("form: too large")
+    asked = _resolve(session, body.fields)
+    contact, errors = quote_form.parse_contact(body.fields)
+    if errors:
+        return _form_page(request, asked, contact=contact, errors=errors, status=422)
+    record = quotes_service.create_request(
+        session, catalog=asked.catalog, estimate=asked.calc.estimate_request(),
+        calculator_query=asked.calc.query(), item_kind=asked.kind, item_slug=asked.slug,
+        contact=contact, locale=request.state.lang,
+    )
+    return htmx.redirect(request, f"/q/{record.token}")
+
+
+def _kind(value: str) -> ItemKind:
+    return "system" if value == "system" else "gpu"
+
+
+@router.get("/q/{token}", response_class=HTMLResponse)
+def quote_request_page(request: Request, session: DbSession, token: str) -> HTMLResponse:
+    """The customer's permanent page for one request (NotFound renders the 404 page)."""
+    record = quotes_service.get_request(session, token=token)
+    settings: Settings = request.app.state.settings
+    return render(
+        request, REQUEST_TEMPLATE,
+        {"record": record, "shop_url": shop_quote_url(settings, record),
+         "item_kind": _kind(record.item_kind),
+         "result": record.sizing.get("result", {}), "item_fit": record.sizing.get("item_fit", {}),
+         "countries": dict(quote_form.countries(request.state.lang))},
+        headers={"Cache-Control": "private, no-store", "X-Robots-Tag": "noindex"},
+    )

@@ -1,0 +1,261 @@
+"""Shape a Sizing for the page: verdict, rows, chart geometry, warnings.
+
+Presentation only: every byte figure comes from the engine through the estimates service; this
+module picks which card the headline names, lays out the SVG and turns the engine's warnings
+into messages the catalogs translate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
+from app.engine.estimate import CardFit, EstimateResult, Lever
+from app.estimates.service import Sizing, SystemFit
+from app.html.forms import N_, FieldError
+from app.web.calculator_form import CalculatorInput
+
+STOCK_LABELS = {
+    "in_stock": N_("In stock"), "on_order": N_("On order"), "on_request": N_("On request"),
+}
+LEVER_LABELS = {
+    "chunked_loss": N_("Use a chunked cross-entropy loss"),
+    "adamw_8bit": N_("Switch to 8-bit AdamW"),
+    "gradient_checkpointing": N_("Turn on gradient checkpointing"),
+    "accumulate": N_("Smaller micro-batch with gradient accumulation"),
+    "lora": N_("Train LoRA adapters instead of every weight"),
+    "qlora": N_("Use QLoRA (4-bit base)"),
+    "offload_optimizer": N_("Offload optimizer states to CPU memory"),
+    "shard_zero3": N_("Spread over %(gpus)s cards with ZeRO-3"),
+}
+SEGMENTS: tuple[tuple[str, str], ...] = (
+    ("weights", N_("Weights")),
+    ("adapter", N_("Adapter")),
+    ("gradients", N_("Gradients")),
+    ("optimizer", N_("Optimizer states")),
+    ("activations", N_("Activations")),
+    ("overhead", N_("Overhead")),
+)
+CHART_WIDTH = 640
+LABEL_WIDTH = 150
+BAR_HEIGHT = 22
+ROW_GAP = 8
+CHAR_WIDTH = 7.0
+"""Rough width of one 12 px character, to cut card names to their bar."""
+
+
+@dataclass(frozen=True)
+class CardRow:
+    gpu: GpuRecord
+    fit: CardFit
+    lever: Lever | None
+    lever_label: FieldError | None
+    warnings: tuple[FieldError, ...]
+    quote_url: str
+    highlighted: bool
+
+
+@dataclass(frozen=True)
+class SystemRow:
+    system: SystemRecord
+    fit: SystemFit
+    warnings: tuple[FieldError, ...]
+    quote_url: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fits: bool
+    message: FieldError
+    free_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class ChartBar:
+    label: str
+    x: float
+    y: float
+    width: float
+    css: str
+    value_bytes: int
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Chart:
+    height: int
+    segments: tuple[ChartBar, ...]
+    cards: tuple[ChartBar, ...]
+    total_bytes: int
+    scale_max_bytes: int
+    label_width: int = LABEL_WIDTH
+    width: int = CHART_WIDTH
+
+
+@dataclass(frozen=True)
+class ResultView:
+    result: EstimateResult
+    model: ModelRecord | None
+    verdict: Verdict
+    cards: tuple[CardRow, ...]
+    systems: tuple[SystemRow, ...]
+    chart: Chart
+    legend: tuple[tuple[str, str, int], ...]
+    states_range: tuple[int, int]
+    warnings: tuple[FieldError, ...]
+    engine_warnings: tuple[str, ...] = field(default=())
+
+
+def quote_url(calc: CalculatorInput, item: str) -> str:
+    return "/quote?" + urlencode({"item": item, **calc.query()})
+
+
+def _card_warnings(fit: CardFit) -> tuple[FieldError, ...]:
+    out: list[FieldError] = []
+    for text in fit.warnings:
+        if text.startswith("unified memory"):
+            out.append(FieldError(N_(
+                "Shared memory: the operating system and CPU programs use the same memory; "
+                "the usable figure already keeps a reserve for them."
+            )))
+        elif text.startswith("zero3"):
+            out.append(FieldError(N_(
+                "ZeRO-3 gathers every layer's weights each step; without NVLink that traffic "
+                "goes over PCIe or the network, which is slower."
+            )))
+        else:
+            out.append(FieldError(text))
+    return tuple(out)
+
+
+def _system_warnings(row: SystemFit) -> tuple[FieldError, ...]:
+    if row.gpus > 1 and row.sharding == "zero3" and row.gpu.interconnect != "nvlink":
+        return (FieldError(N_(
+            "ZeRO-3 gathers every layer's weights each step; without NVLink that traffic "
+            "goes over PCIe or the network, which is slower."
+        )),)
+    return ()
+
+
+def _lever_label(lever: Lever) -> FieldError:
+    params: dict[str, int | str] = {}
+    if lever.lever == "shard_zero3":
+        params["gpus"] = int(str(lever.change.get("gpus", 2)))
+    return FieldError(LEVER_LABELS.get(lever.lever, lever.lever), params)
+
+
+def _fits(calc: CalculatorInput, row: CardRow) -> Verdict:
+    return Verdict(True, FieldError(
+        N_("Fits on %(count)s× %(card)s, %(free_bytes)s free per card"),
+        {"count": calc.gpus, "card": row.gpu.name, "free_bytes": row.fit.free_bytes},
+    ), row.fit.free_bytes)
+
+
+def _verdict(calc: CalculatorInput, rows: tuple[CardRow, ...],
+             systems: tuple[SystemRow, ...]) -> Verdict:
+    chosen = next((row for row in rows if row.highlighted), None)
+    if chosen is not None and chosen.fit.fits:
+        return _fits(calc, chosen)
+    fitting = [row for row in rows if row.fit.fits]
+    if fitting:
+        best = min(fitting, key=lambda r: (r.fit.usable_bytes, r.gpu.price_eur_net or 0))
+        if chosen is None:
+            return _fits(calc, best)
+        return Verdict(False, FieldError(
+            N_("Does not fit on %(card)s; the smallest card that fits is %(other)s"),
+            {"card": chosen.gpu.name, "other": best.gpu.name},
+        ))
+    sharded = [row for row in rows if row.fit.fewest_cards_zero3]
+    if sharded:
+        row = min(sharded, key=lambda r: (r.fit.fewest_cards_zero3 or 0) * r.fit.usable_bytes)
+        return Verdict(False, FieldError(
+            N_("Does not fit one card; it takes %(count)s× %(card)s with ZeRO-3"),
+            {"count": row.fit.fewest_cards_zero3 or 0, "card": row.gpu.name},
+        ))
+    fitting_systems = [s for s in systems if s.fit.fits]
+    if fitting_systems:
+        return Verdict(False, FieldError(
+            N_("Does not fit one card; it fits the %(system)s"),
+            {"system": fitting_systems[0].system.name},
+        ))
+    return Verdict(False, FieldError(N_(
+        "No card or system we sell holds this job as set; see the levers in the table."
+    )))
+
+
+def _chart(result: EstimateResult, gpus: tuple[GpuRecord, ...]) -> Chart:
+    breakdown = result.per_gpu_bytes
+    usable = sorted({gpu.usable_bytes for gpu in gpus})
+    scale = max([breakdown.total, *usable]) or 1
+    span = CHART_WIDTH - LABEL_WIDTH - 10
+    x = float(LABEL_WIDTH)
+    segments: list[ChartBar] = []
+    for key, label in SEGMENTS:
+        value = int(getattr(breakdown, key))
+        if value <= 0:
+            continue
+        width = span * value / scale
+        segments.append(ChartBar(label, x, 4, width, key, value))
+        x += width
+    cards: list[ChartBar] = []
+    y = 4 + BAR_HEIGHT + ROW_GAP * 2
+    for value in usable:
+        names = full = " / ".join(
+            g.name.removeprefix("NVIDIA ") for g in gpus if g.usable_bytes == value
+        )
+        width = span * value / scale
+        fit_chars = max(0, int((width - 12) / CHAR_WIDTH))
+        if len(names) > fit_chars:
+            names = names[: max(0, fit_chars - 1)].rstrip() + "…" if fit_chars > 3 else ""
+        cards.append(ChartBar(names, LABEL_WIDTH, y, width,
+                              "fits" if value >= breakdown.total else "short", value, full))
+        y += BAR_HEIGHT + ROW_GAP
+    return Chart(height=int(y), segments=tuple(segments), cards=tuple(cards),
+                 total_bytes=breakdown.total, scale_max_bytes=scale)
+
+
+def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView:
+    result = sizing.result
+    gpus = {gpu.slug: gpu for gpu in catalog.gpus}
+    cheapest: dict[str, Lever] = {}
+    for lever in result.levers:
+        cheapest.setdefault(lever.gpu, lever)
+    rows = tuple(
+        CardRow(
+            gpu=gpus[fit.gpu], fit=fit, lever=cheapest.get(fit.gpu),
+            lever_label=_lever_label(cheapest[fit.gpu]) if fit.gpu in cheapest else None,
+            warnings=_card_warnings(fit),
+            quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
+            highlighted=fit.gpu == calc.gpu,
+        )
+        for fit in result.fits if fit.gpu in gpus
+    )
+    systems = tuple(
+        SystemRow(row.system, row, _system_warnings(row),
+                  quote_url(calc, f"system:{row.system.slug}"))
+        for row in sizing.systems
+    )
+    by_accounting: Mapping[str, int] = result.model_states_by_accounting
+    states = sorted(by_accounting.values()) or [result.model_states_bytes]
+    warnings: list[FieldError] = []
+    if calc.method == "qlora":
+        warnings.append(FieldError(N_(
+            "QLoRA figures are arithmetic plus measured LoRA activations; the 4-bit layers "
+            "themselves have not been measured on a GPU yet."
+        )))
+    if calc.optimizer.startswith("paged_"):
+        warnings.append(FieldError(N_(
+            "Paged optimizers move states to CPU memory only under memory pressure; they are "
+            "counted on the GPU here."
+        )))
+    model = next((m for m in catalog.models if m.slug == calc.model), None)
+    legend = tuple(
+        (key, label, int(getattr(result.per_gpu_bytes, key))) for key, label in SEGMENTS
+    )
+    return ResultView(
+        result=result, model=model, verdict=_verdict(calc, rows, systems), cards=rows,
+        systems=systems, chart=_chart(result, tuple(gpus[r.fit.gpu] for r in rows)),
+        legend=legend, states_range=(states[0], states[-1]), warnings=tuple(warnings),
+    )

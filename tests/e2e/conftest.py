@@ -1,0 +1,91 @@
+"""Browser tests: the app under uvicorn on a free port, Debian's Chromium through Playwright.
+
+Never downloads a browser: Chromium is the system package at /usr/bin/chromium (``.ci/run``
+installs it). Without it these tests skip and say why, except under CI=true, where they fail.
+Screenshots go to tests/e2e/artifacts/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from app.catalog.seed import seed_database
+from app.config import load_settings
+from app.db import migrate
+from app.db.session import make_engine, make_session_factory
+from app.main import create_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+
+def _require_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} is missing (apt-get install chromium); browser tests skipped"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} -- CI=true: the browser tests must run", pytrace=False)
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app on a seeded temporary SQLite database, served by uvicorn in a thread."""
+    _require_chromium()
+    database_url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'sizer.db'}"
+    migrate.upgrade(database_url)
+    engine = make_engine(database_url)
+    with make_session_factory(engine).begin() as session:
+        seed_database(session)
+    engine.dispose()
+    app = create_app(load_settings(database_url=database_url, default_locale="en"))
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("uvicorn did not start", pytrace=False)
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser(base_url: str) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

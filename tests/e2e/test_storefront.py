@@ -1,0 +1,208 @@
+"""A new customer's walk through the storefront, in a real browser.
+
+Pick Llama 3.1 8B and LoRA, read the article's figures and a verdict for every card; change
+batch and sequence and watch the activations change without a reload; open the pushed URL in
+a fresh context; request a quote and reach /q/. The same in German, and without JavaScript.
+Every request the page makes must go to the app's own origin; axe-core (the copy bundled with
+axe-playwright-python, injected into the page) must report no serious or critical violation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+NBSP = "\u00a0"
+CONTACT = {
+    "#f-name": "Ada Lovelace", "#f-company": "Analytical Engines GmbH",
+    "#f-email": "ada@example.com", "#f-quantity": "2",
+}
+
+
+class Walk:
+    """A browser context plus the origins of every request its pages made."""
+
+    def __init__(self, browser: Any, base_url: str, **options: Any) -> None:
+        self.base_url = base_url
+        self.context = browser.new_context(base_url=base_url, **options)
+        self.requests: list[str] = []
+        self.context.on("request", lambda request: self.requests.append(request.url))
+        self.page = self.context.new_page()
+
+    def foreign_requests(self) -> list[str]:
+        return [url for url in self.requests
+                if not (url.startswith(self.base_url + "/") or url == self.base_url)]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def walk(browser: Any, base_url: str) -> Iterator[Any]:
+    walks: list[Walk] = []
+
+    def start(**options: Any) -> Walk:
+        options.setdefault("viewport", {"width": 1280, "height": 900})
+        w = Walk(browser, base_url, **options)
+        walks.append(w)
+        return w
+
+    yield start
+    for w in walks:
+        assert w.foreign_requests() == [], "the page must only talk to its own origin"
+        w.close()
+
+
+def assert_accessible(page: Any, name: str) -> None:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    bad = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in results.response["violations"] if v["impact"] in ("serious", "critical")
+    ]
+    assert bad == [], f"axe on {name}: {bad}"
+
+
+def text(page: Any, selector: str) -> str:
+    return str(page.locator(selector).inner_text()).replace(NBSP, " ").strip()
+
+
+def request_quote(page: Any, card: str) -> None:
+    page.locator(f"#card-{card} a.button").click()
+    page.wait_for_url(re.compile(r"/quote\?"))
+    for selector, value in CONTACT.items():
+        page.fill(selector, value)
+    page.select_option("#f-country", "DE")
+    page.locator("#quote button[type=submit]").click()
+    page.wait_for_url(re.compile(r"/q/[A-Za-z0-9_-]{32}$"))
+
+
+def test_customer_walk_in_english(walk: Any, artifacts: Path) -> None:
+    w = walk(locale="en-US")
+    page = w.page
+    page.goto("/")
+    page.select_option("#f-model", "llama-3.1-8b")
+    page.select_option("#f-method", "lora")
+    page.wait_for_load_state("networkidle")
+    assert text(page, "#fig-states") == "16.7 GB"
+    assert text(page, "#fig-adapter") == "0.7 GB"
+    verdicts = page.locator("tr[id^=card-] .verdict-cell").all_inner_texts()
+    assert len(verdicts) == 8 and all(v.strip() in ("Fits", "Does not fit") for v in verdicts)
+    assert text(page, "#result-title").startswith("Fits on 1×")
+    assert_accessible(page, "calculator")
+    page.screenshot(path=str(artifacts / "calculator-desktop.png"), full_page=True)
+
+    page.evaluate("window.__noReload = true")
+    before = text(page, "#fig-activations")
+    page.fill("#f-batch", "4")
+    page.fill("#f-seq", "4096")
+    page.wait_for_url(re.compile(r"batch=4.*seq=4096"))
+    page.wait_for_function(
+        "before => document.querySelector('#fig-activations').innerText.replace(/\\s/g, ' ')"
+        " !== before.replace(/\\s/g, ' ')",
+        arg=before,
+    )
+    page.wait_for_load_state("networkidle")
+    after = text(page, "#fig-activations")
+    assert after != before
+    assert page.evaluate("window.__noReload") is True, "the result must update without a reload"
+    assert_accessible(page, "result")
+    shared_url = page.url
+
+    fresh = walk(locale="en-US")
+    fresh.page.goto(shared_url)
+    assert text(fresh.page, "#fig-activations") == after
+    assert fresh.page.input_value("#f-batch") == "4"
+
+    request_quote(page, "rtx-pro-6000")
+    assert "Ada Lovelace" in page.content()
+    assert_accessible(page, "quote request page")
+
+
+def test_quote_form_is_accessible_and_shows_inline_errors(walk: Any) -> None:
+    page = walk(locale="en-US").page
+    page.goto("/quote?item=gpu:rtx-pro-4500&model=llama-3.1-8b&method=lora")
+    assert_accessible(page, "quote form")
+    page.fill("#f-name", "<script>alert(1)</script>")
+    page.locator("#quote button[type=submit]").click()
+    page.wait_for_load_state("networkidle")
+    assert text(page, "#err-name") == "Please leave out < and >."
+    assert text(page, "#err-email") == "This field is required."
+    assert_accessible(page, "quote form with errors")
+
+
+def test_customer_walk_in_german(walk: Any) -> None:
+    page = walk(locale="de-DE").page
+    page.goto("/?model=llama-3.1-8b&method=lora")
+    assert page.locator("html").get_attribute("lang") == "de"
+    assert text(page, "#fig-states") == "16,7 GB"
+    assert text(page, "#fig-adapter") == "0,7 GB"
+    assert text(page, "#result-title").startswith("Passt auf 1×")
+    before = text(page, "#fig-activations")
+    page.fill("#f-seq", "8192")
+    page.wait_for_url(re.compile(r"seq=8192"))
+    page.wait_for_function(
+        "before => document.querySelector('#fig-activations').innerText.replace(/\\s/g, ' ')"
+        " !== before.replace(/\\s/g, ' ')", arg=before,
+    )
+    assert_accessible(page, "Rechner")
+    request_quote(page, "rtx-pro-6000")
+    assert "Ihre Angebotsanfrage" in page.content()
+
+
+def test_language_switcher_sticks(walk: Any) -> None:
+    page = walk(locale="en-US").page
+    page.goto("/?model=qwen3-8b")
+    page.get_by_role("link", name="Deutsch").click()
+    page.wait_for_url(re.compile(r"model=qwen3-8b"))
+    assert page.locator("html").get_attribute("lang") == "de"
+    page.goto("/how-we-calculate")
+    assert page.locator("h1").inner_text() == "So rechnen wir"
+
+
+def test_customer_walk_without_javascript(walk: Any, artifacts: Path) -> None:
+    page = walk(locale="en-US", java_script_enabled=False).page
+    page.goto("/")
+    assert text(page, "#fig-states") == "16.7 GB"
+    page.select_option("#f-model", "qwen3-8b")
+    page.fill("#f-batch", "2")
+    page.locator("#calc button[type=submit]").click()
+    page.wait_for_url(re.compile(r"model=qwen3-8b.*batch=2"))
+    assert page.input_value("#f-batch") == "2"
+    assert page.locator("tr[id^=card-]").count() == 8
+    request_quote(page, "h200-nvl")
+    assert "Ada Lovelace" in page.content()
+
+
+def test_phone_width_and_how_we_calculate(walk: Any, artifacts: Path) -> None:
+    page = walk(locale="en-US", viewport={"width": 360, "height": 780},
+                device_scale_factor=2, is_mobile=True, has_touch=True).page
+    page.goto("/?model=qwen3-32b&method=qlora")
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    page.screenshot(path=str(artifacts / "calculator-phone.png"), full_page=True)
+    page.goto("/how-we-calculate")
+    assert page.locator(".term").count() >= 10
+    assert_accessible(page, "how we calculate")
+    page.screenshot(path=str(artifacts / "how-we-calculate-phone.png"), full_page=True)
+
+
+def test_search_as_you_type_filters_models_and_recalculates(walk: Any) -> None:
+    page = walk(locale="en-US").page
+    page.goto("/")
+    page.fill("#f-q", "qwen3-32")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#f-model option').length === 2"
+    )
+    assert page.input_value("#f-model") == "qwen3-32b"
+    page.wait_for_function(
+        "() => document.querySelector('.model-line').innerText.includes('Qwen3-32B')"
+    )
+    assert "model=qwen3-32b" in page.url

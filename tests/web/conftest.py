@@ -1,0 +1,58 @@
+"""A seeded catalog and an app on it, for the customer-page tests (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from app.catalog.seed import seed_database
+from app.config import load_settings
+from app.db.session import SessionFactory
+from app.main import create_app
+
+HX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def seeded(session_factory: SessionFactory) -> Iterator[SessionFactory]:
+    """The shipped seed catalog, committed; catalog and quote requests emptied afterwards."""
+    with session_factory.begin() as session:
+        seed_database(session)
+    yield session_factory
+    with session_factory.begin() as session:
+        session.execute(text("DELETE FROM quote_request"))
+
+
+@pytest.fixture
+def make_client(database_url: str, seeded: SessionFactory) -> Iterator[Callable[..., TestClient]]:
+    """``make_client(**settings)``: a client on the seeded database with these settings."""
+    clients: list[TestClient] = []
+
+    def make(**overrides: object) -> TestClient:
+        app = create_app(load_settings(database_url=database_url, **overrides))
+        client = TestClient(app, follow_redirects=False)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    """English pages by default so assertions read like the page."""
+    client = make_client()
+    client.headers["Accept-Language"] = "en"
+    return client
+
+
+@pytest.fixture(params=[False, True], ids=["page", "htmx"])
+def htmx(request: pytest.FixtureRequest) -> bool:
+    """HTML tests run twice: as a full page and as the htmx fragment."""
+    flag: bool = request.param
+    return flag

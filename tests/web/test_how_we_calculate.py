@@ -1,0 +1,39 @@
+""""How we calculate" renders the engine's own documentation terms, and accuracy when measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from markupsafe import escape
+
+from app.engine.documentation import TERMS
+from app.web import pages
+
+
+def test_every_term_with_formula_and_source(client: TestClient, htmx: bool) -> None:
+    response = client.get("/how-we-calculate", headers={"HX-Request": "true"} if htmx else {})
+    assert response.status_code == 200
+    for term in TERMS:
+        assert f'id="term-{term.key}"' in response.text
+        assert str(escape(term.formula)) in response.text
+        assert str(escape(term.source)) in response.text
+
+
+def test_measurement_pending_without_accuracy_files(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(pages, "ACCURACY_JSON", tmp_path / "missing.json")
+    assert "Measurement is pending" in client.get("/how-we-calculate").text
+
+
+def test_accuracy_table_when_measured(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "accuracy.json"
+    path.write_text(json.dumps({"rows": [{"case": "llama-3.2-1b lora", "error_pct": 3.1}]}))
+    monkeypatch.setattr(pages, "ACCURACY_JSON", path)
+    body = client.get("/how-we-calculate").text
+    assert "llama-3.2-1b lora" in body and "Measurement is pending" not in body

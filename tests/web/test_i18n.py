@@ -1,0 +1,104 @@
+"""German and English: negotiation, the switcher's cookie, number and price formats, catalogs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from app.config import ROOT
+from app.db.session import SessionFactory
+from app.html import i18n
+
+PLACEHOLDER = re.compile(r"%\(\w+\)s")
+
+
+def test_accept_language_picks_german_with_german_numbers(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client()
+    body = client.get("/", headers={"Accept-Language": "de-DE,de;q=0.9,en;q=0.5"}).text
+    assert '<html lang="de">' in body
+    assert "Welche GPU brauche ich fürs Fine-Tuning?" in body
+    assert 'id="fig-states">16,7\u00a0GB<' in body
+    assert 'id="fig-adapter">0,7\u00a0GB<' in body
+    assert "Preis auf Anfrage" in body and "Passt auf 1×" in body
+
+
+def test_accept_language_picks_english(make_client: Callable[..., TestClient]) -> None:
+    body = make_client().get("/", headers={"Accept-Language": "fr;q=1, en;q=0.8"}).text
+    assert '<html lang="en">' in body and 'id="fig-states">16.7\u00a0GB<' in body
+
+
+def test_default_locale_when_the_browser_asks_none(make_client: Callable[..., TestClient]) -> None:
+    assert '<html lang="de">' in make_client().get("/").text
+    assert '<html lang="en">' in make_client(default_locale="en").get("/").text
+
+
+def test_switcher_sets_a_cookie_that_wins_over_accept_language(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client()
+    response = client.get("/lang/en", params={"next": "/?model=qwen3-8b&batch=2"})
+    assert response.status_code == 303
+    assert response.headers["location"] == "/?model=qwen3-8b&batch=2"
+    assert "lang=en" in response.headers["set-cookie"]
+    body = client.get("/?model=qwen3-8b", headers={"Accept-Language": "de"}).text
+    assert '<html lang="en">' in body
+    assert 'href="/lang/de?next=/%3Fmodel%3Dqwen3-8b"' in body
+
+
+def test_switcher_never_redirects_off_site(make_client: Callable[..., TestClient]) -> None:
+    client = make_client()
+    for target in ("https://evil.example/", "//evil.example/", "/\\evil.example"):
+        response = client.get("/lang/de", params={"next": target})
+        assert response.headers["location"] == "/"
+    assert "set-cookie" not in client.get("/lang/fr").headers
+
+
+def test_prices_are_eur_in_the_locale(
+    make_client: Callable[..., TestClient], seeded: SessionFactory
+) -> None:
+    with seeded.begin() as session:
+        session.execute(
+            text("UPDATE gpu_sku SET price_eur_net = 8999.5 WHERE slug = 'rtx-pro-6000'")
+        )
+    client = make_client()
+    assert "8.999,50\u00a0€" in client.get("/", headers={"Accept-Language": "de"}).text
+    assert "€8,999.50" in client.get("/", headers={"Accept-Language": "en"}).text
+
+
+def test_formatting_filters() -> None:
+    assert i18n.format_gb(1_129_000_000_000, "de") == "1.129\u00a0GB"
+    assert i18n.format_gb(1_129_000_000_000, "en") == "1,129\u00a0GB"
+    assert i18n.format_gb(16_731_611_136, "de") == "16,7\u00a0GB"
+    assert i18n.format_number(4096, "de") == "4.096"
+
+
+def _source_messages() -> set[str]:
+    method_map = [("app/web/**.py", "python"), ("app/html/**.py", "python"),
+                  ("templates/**.html", "jinja2")]
+    keywords = {"_": None, "gettext": None, "ngettext": (1, 2), "N_": None}
+    found: set[str] = set()
+    for _file, _line, message, _comments, _context in extract_from_dir(
+        str(ROOT), method_map, keywords=keywords
+    ):
+        found.add(message if isinstance(message, str) else message[0])
+    return found
+
+
+def test_every_message_has_a_german_translation_with_the_same_placeholders() -> None:
+    path = i18n.LOCALES_DIR / "de" / "LC_MESSAGES" / "messages.po"
+    with path.open("rb") as handle:
+        catalog = {m.id: m.string for m in read_po(handle) if m.id}
+    messages = _source_messages()
+    missing = sorted(m for m in messages if not catalog.get(m))
+    assert missing == [], "run the catalog update (README Storefront) and translate these"
+    for msgid in messages:
+        assert sorted(PLACEHOLDER.findall(msgid)) == sorted(
+            PLACEHOLDER.findall(str(catalog[msgid]))
+        ), msgid
