@@ -1,0 +1,1 @@
+"""Developer tools for GPU Sizer (not part of the service package)."""

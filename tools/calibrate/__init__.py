@@ -1,0 +1,1 @@
+"""Calibration harness: measure what one real Hugging Face training step keeps alive."""

@@ -1,0 +1,278 @@
+"""The calibration grid: which training steps are measured, and the runner that records them.
+
+Three kinds of cases:
+  * real  -- scaled-down copies of the reference architectures (tools/calibrate/configs/), run
+             for real on the CPU;
+  * twin  -- a subset of those same cases again in fake mode: the fake-vs-real check
+             (record["mode"] == "fake", same id stem);
+  * fake  -- tiny configs at large micro-batch x sequence, and the real model shapes
+             (Llama 3.1 8B, Qwen3-32B, Llama 3.3 70B) under FakeTensorMode.
+
+The results file is rewritten after every case (so an interrupted run keeps what it measured;
+``--resume`` skips ids already in the file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CONFIGS = HERE / "configs"
+REFERENCE = Path(os.environ.get("SIZER_REFERENCE_MODELS", "/work/shared/reference/models"))
+DEFAULT_OUT = HERE / "results" / "cpu-grid.json"
+
+
+def _cfg(name: str) -> str:
+    """Path of a config, relative to the repo root when it is inside the repo."""
+    local = CONFIGS / f"{name}.json"
+    if local.exists():
+        return str(local.relative_to(REPO))
+    ref = REFERENCE / f"{name}.json"
+    return str(ref)
+
+
+def _c(
+    cfg: str,
+    method: str,
+    b: int,
+    s: int,
+    attention: str = "sdpa",
+    gc: bool = False,
+    mode: str = "real",
+    r: int = 16,
+    targets: str | list[str] = "all-linear",
+    dropout: float = 0.0,
+) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "config": _cfg(cfg),
+        "method": method,
+        "b": b,
+        "s": s,
+        "attention": attention,
+        "checkpointing": gc,
+        "mode": mode,
+    }
+    if method == "lora":
+        d.update({"lora_r": r, "lora_targets": targets, "lora_dropout": dropout})
+    return d
+
+
+def real_cases() -> list[dict[str, Any]]:
+    L, Q, G, P, M = "tiny-llama", "tiny-qwen3", "tiny-gemma2", "tiny-phi3", "tiny-mixtral"
+    return [
+        # Llama (GQA, 128256 vocabulary): full fine-tuning
+        _c(L, "full", 1, 256),
+        _c(L, "full", 2, 512),
+        _c(L, "full", 4, 256),
+        _c(L, "full", 2, 256, gc=True),
+        _c(L, "full", 1, 2048, gc=True),
+        _c(L, "full", 1, 1024, attention="eager"),
+        _c(L, "full", 2, 256, attention="eager", gc=True),
+        # Llama LoRA
+        _c(L, "lora", 1, 512),
+        _c(L, "lora", 4, 256),
+        _c(L, "lora", 1, 1024),
+        _c(L, "lora", 2, 512, dropout=0.05),
+        _c(L, "lora", 2, 512, dropout=0.05, gc=True),
+        _c(L, "lora", 1, 1024, attention="eager", dropout=0.05),
+        _c(L, "lora", 8, 256, dropout=0.05, gc=True),
+        _c(L, "lora", 2, 512, r=64, targets=["q_proj", "v_proj"], dropout=0.05),
+        _c(L, "lora", 1, 512, r=8, targets=["q_proj", "k_proj", "v_proj", "o_proj"]),
+        # Qwen3 (q/k norm, explicit head_dim)
+        _c(Q, "full", 2, 512),
+        _c(Q, "full", 1, 1024, gc=True),
+        _c(Q, "lora", 2, 256),
+        _c(Q, "lora", 1, 1024, attention="eager", dropout=0.05),
+        _c(Q, "lora", 4, 256, dropout=0.05, gc=True),
+        # Gemma 2 (tied, explicit head_dim, soft-capping: transformers supports eager only)
+        _c(G, "full", 2, 512, attention="eager"),
+        _c(G, "full", 1, 1024, attention="eager", gc=True),
+        _c(G, "lora", 2, 512, attention="eager"),
+        _c(G, "lora", 1, 1024, attention="eager", dropout=0.05, gc=True),
+        _c(G, "lora", 4, 256, attention="eager", dropout=0.05),
+        # Phi-3 (fused qkv_proj / gate_up_proj)
+        _c(P, "full", 2, 512),
+        _c(P, "full", 1, 1024, attention="eager", gc=True),
+        _c(P, "lora", 2, 512, dropout=0.05),
+        _c(P, "lora", 8, 256, gc=True),
+        _c(P, "lora", 1, 2048, attention="eager"),
+        _c(P, "lora", 1, 4096, dropout=0.05, gc=True),
+        _c(P, "full", 1, 4096, gc=True),
+        # Mixtral (mixture of experts; PEFT's fused-expert LoRA needs dropout 0)
+        _c(M, "full", 2, 256),
+        _c(M, "full", 1, 512, gc=True),
+        _c(M, "lora", 2, 512),
+        _c(M, "lora", 1, 1024, gc=True),
+    ]
+
+
+# Real cases repeated in fake mode: the fake-vs-real check (every architecture that runs fake).
+TWIN_IDS = [
+    "tiny-llama_full_b2_s512_sdpa_nogc",
+    "tiny-llama_full_b1_s1024_eager_nogc",
+    "tiny-llama_full_b1_s2048_sdpa_gc",
+    "tiny-llama_lora_r16-all-linear-do0.05_b2_s512_sdpa_gc",
+    "tiny-llama_lora_r64-q_proj+v_proj-do0.05_b2_s512_sdpa_nogc",
+    "tiny-qwen3_full_b2_s512_sdpa_nogc",
+    "tiny-qwen3_lora_r16-all-linear-do0.05_b1_s1024_eager_nogc",
+    "tiny-gemma2_full_b2_s512_eager_nogc",
+    "tiny-gemma2_lora_r16-all-linear-do0.05_b1_s1024_eager_gc",
+    "tiny-phi3_lora_r16-all-linear-do0.05_b2_s512_sdpa_nogc",
+    "tiny-phi3_full_b1_s1024_eager_gc",
+    "tiny-phi3_full_b1_s4096_sdpa_gc",
+]
+
+
+def fake_cases() -> list[dict[str, Any]]:
+    L, Q, G, P = "tiny-llama", "tiny-qwen3", "tiny-gemma2", "tiny-phi3"
+    small_big = [  # tiny configs at micro-batch x sequence too large to run for real here
+        _c(L, "full", 8, 4096, gc=True, mode="fake"),
+        _c(L, "lora", 8, 2048, dropout=0.05, mode="fake"),
+        _c(L, "lora", 4, 4096, gc=True, mode="fake"),
+        _c(Q, "full", 8, 2048, gc=True, mode="fake"),
+        _c(G, "lora", 2, 4096, attention="eager", gc=True, mode="fake"),
+        _c(P, "full", 4, 4096, attention="eager", mode="fake"),
+    ]
+    l8, q32, l70 = "llama-3.1-8b", "qwen3-32b", "llama-3.3-70b"
+    real_shapes = [
+        _c(l8, "full", 1, 2048, mode="fake"),
+        _c(l8, "full", 1, 2048, gc=True, mode="fake"),
+        _c(l8, "full", 4, 1024, mode="fake"),
+        _c(l8, "full", 2, 4096, gc=True, mode="fake"),
+        _c(l8, "full", 1, 2048, attention="eager", gc=True, mode="fake"),
+        _c(l8, "lora", 1, 2048, dropout=0.05, mode="fake"),
+        _c(l8, "lora", 1, 2048, dropout=0.05, gc=True, mode="fake"),
+        _c(l8, "lora", 1, 1024, mode="fake"),
+        _c(l8, "lora", 4, 2048, dropout=0.05, gc=True, mode="fake"),
+        _c(l8, "lora", 2, 4096, gc=True, mode="fake"),
+        _c(q32, "lora", 1, 2048, dropout=0.05, gc=True, mode="fake"),
+        _c(q32, "lora", 1, 4096, gc=True, mode="fake"),
+        _c(q32, "lora", 2, 1024, mode="fake"),
+        _c(l70, "lora", 1, 2048, dropout=0.05, gc=True, mode="fake"),
+        _c(l70, "lora", 1, 4096, gc=True, mode="fake"),
+        _c(l70, "lora", 2, 1024, mode="fake"),
+    ]
+    return small_big + real_shapes
+
+
+def all_cases() -> list[dict[str, Any]]:
+    from .harness import Case
+
+    real = real_cases()
+    by_stem = {Case(**c).default_id().rsplit("_", 1)[0]: c for c in real}
+    missing = [t for t in TWIN_IDS if t not in by_stem]
+    if missing:
+        raise ValueError(f"twin ids not in the real grid: {missing}")
+    twins = [{**by_stem[t], "mode": "fake"} for t in TWIN_IDS]
+    cases = real + twins + fake_cases()
+    for c in cases:
+        c["id"] = Case(**c).default_id()
+    ids = [c["id"] for c in cases]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate case ids in the grid")
+    return cases
+
+
+def fake_vs_real(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_id = {r["id"]: r for r in records}
+    out = []
+    for r in records:
+        if r["mode"] != "real":
+            continue
+        twin = by_id.get(r["id"].rsplit("_", 1)[0] + "_fake")
+        if twin is None:
+            continue
+        out.append(
+            {
+                "case": r["id"].rsplit("_", 1)[0],
+                "real_peak_bytes": r["peak_bytes"],
+                "fake_peak_bytes": twin["peak_bytes"],
+                "peak_equal": r["peak_bytes"] == twin["peak_bytes"],
+                "phase_peaks_equal": r["phase_peaks"] == twin["phase_peaks"],
+                "split_equal": r["split_at_peak"] == twin["split_at_peak"],
+            }
+        )
+    return out
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    doc["fake_vs_real"] = fake_vs_real(doc["cases"])
+    counts = {
+        "cases": len(doc["cases"]),
+        "real": sum(r["mode"] == "real" for r in doc["cases"]),
+        "fake": sum(r["mode"] == "fake" for r in doc["cases"]),
+        "fake_real_shapes": sum(
+            r["mode"] == "fake" and not r["config"].startswith("tiny-") for r in doc["cases"]
+        ),
+        "failures": len(doc["failures"]),
+    }
+    doc["counts"] = counts
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def run_grid(
+    out: Path, command: str, only: str | None = None, resume: bool = False, limit: int | None = None
+) -> dict[str, Any]:
+    import torch
+
+    from .harness import Case, _versions, run_case, summarize
+
+    torch.set_num_threads(1)
+    cases = all_cases()
+    if only:
+        cases = [c for c in cases if re.search(only, c["id"])]
+    if limit is not None:
+        cases = cases[:limit]
+    doc: dict[str, Any] = {
+        "about": (
+            "One steady-state Hugging Face training step per case (forward with labels, "
+            "backward, clip_grad_norm_(1.0), AdamW step, zero_grad(set_to_none=True)), "
+            "peak bytes of live tensors from torch.distributed._tools.mem_tracker.MemTracker. "
+            "See tools/calibrate/README.md."
+        ),
+        "command": command,
+        "versions": _versions(),
+        "torch_threads": 1,
+        "cases": [],
+        "failures": [],
+    }
+    if resume and out.exists():
+        old = json.loads(out.read_text())
+        doc["cases"] = old.get("cases", [])
+        if old.get("command") and old["command"] != command:
+            doc["resumed_from_command"] = old["command"]
+    done = {r["id"] for r in doc["cases"]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t_all = time.perf_counter()
+    for i, c in enumerate(cases, 1):
+        if c["id"] in done:
+            continue
+        try:
+            rec = run_case(Case(**c))
+            doc["cases"].append(rec)
+            print(f"[{i}/{len(cases)}] {summarize(rec)}", flush=True)
+        except Exception as e:  # keep going; the failure is recorded
+            doc["failures"].append(
+                {
+                    "id": c["id"],
+                    "case": c,
+                    "error": repr(e)[:2000],
+                    "traceback": traceback.format_exc(limit=-4)[-4000:],
+                }
+            )
+            print(f"[{i}/{len(cases)}] FAILED {c['id']}: {e!r}"[:500], file=sys.stderr, flush=True)
+        doc["seconds_total"] = round(time.perf_counter() - t_all, 1)
+        _write(out, doc)
+    doc["seconds_total"] = round(time.perf_counter() - t_all, 1)
+    _write(out, doc)
+    return doc

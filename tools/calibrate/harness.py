@@ -1,0 +1,629 @@
+"""Run ONE steady-state Hugging Face training step and record the memory it keeps alive.
+
+The step is what the Hugging Face Trainer does for one micro-batch without gradient accumulation:
+
+    forward(input_ids, labels=input_ids) under torch.autocast(bfloat16)   # HF causal-LM loss
+    loss.backward()
+    clip_grad_norm_(trainable, 1.0)
+    optimizer.step()                                                      # torch.optim.AdamW
+    optimizer.zero_grad(set_to_none=True)
+
+A warm-up step runs first (untracked) so that AdamW's state already exists; the second step is
+measured with PyTorch's own tensor tracker, ``torch.distributed._tools.mem_tracker.MemTracker``,
+which counts the bytes of every live tensor storage and labels it parameter, buffer, gradient,
+optimizer state, activation (made in the forward or in a checkpoint recomputation), temporary
+(made in the backward) or other (the input ids).
+
+Precision regimes (``precision`` in the record):
+  * ``amp-fp32-master`` (full fine-tuning): fp32 weights, fp32 gradients, fp32 AdamW states, the
+    forward under bf16 autocast -- the Trainer with ``bf16=True`` on an fp32 model.
+  * ``bf16-base-amp`` (LoRA): bf16 base weights, PEFT LoRA adapters in fp32 (PEFT's default
+    ``autocast_adapter_dtype=True``), the forward under bf16 autocast.
+
+``mode="fake"`` runs the very same code under ``FakeTensorMode`` (the model is built inside the
+mode), so tensors have shapes, dtypes and storages but no memory: real model shapes can be
+"measured" on a laptop.  ``mode="real"`` allocates everything.
+
+Import-time dependencies are torch, transformers and peft (the ``calibrate`` extra).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.distributed._tools.mem_tracker import _TOTAL_KEY, MemTracker, _MemRefType
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map_only
+
+# MemTracker's labels -> the record's names.
+CATEGORY_NAMES = {
+    "Parameter": "parameters",
+    "Buffer": "buffers",
+    "Gradient": "gradients",
+    "Optstate": "optimizer_states",
+    "Activation": "activations",
+    "Temp": "temporaries",
+    "Other": "other",
+}
+PHASES = ("forward", "backward", "optimizer")
+
+# Config keys that describe the checkpoint file rather than the architecture, or that would
+# make transformers pick a dtype / remote code on its own.
+_DROP_CONFIG_KEYS = {
+    "_name_or_path",
+    "architectures",
+    "auto_map",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+    "model_type",
+    "use_cache",
+}
+
+
+@dataclasses.dataclass
+class Case:
+    """One measurement. ``config`` is a path to a Hugging Face config.json."""
+
+    config: str
+    method: str = "full"  # full | lora
+    b: int = 1
+    s: int = 256
+    attention: str = "sdpa"  # eager | sdpa
+    checkpointing: bool = False
+    mode: str = "real"  # real | fake
+    lora_r: int = 16
+    lora_alpha: int | None = None  # None -> 2 * r (no effect on memory)
+    lora_targets: str | list[str] = "all-linear"
+    lora_dropout: float = 0.0
+    optimizer: str = "auto"  # auto (fused if it runs, else foreach) | fused | foreach
+    dropout_routing: str = "native"  # native: F.dropout -> aten.native_dropout (bool mask, as CUDA)
+    device: str = "auto"  # auto -> cuda if available and mode == real, else cpu
+    seed: int = 0
+    id: str | None = None
+
+    def slug(self) -> str:
+        return Path(self.config).stem
+
+    def default_id(self) -> str:
+        parts = [self.slug(), self.method]
+        if self.method == "lora":
+            tgt = (
+                self.lora_targets
+                if isinstance(self.lora_targets, str)
+                else "+".join(self.lora_targets)
+            )
+            parts.append(f"r{self.lora_r}-{tgt}-do{self.lora_dropout:g}")
+        parts += [
+            f"b{self.b}",
+            f"s{self.s}",
+            self.attention,
+            "gc" if self.checkpointing else "nogc",
+            self.mode,
+        ]
+        return "_".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# tracker
+
+
+class PhaseMemTracker(MemTracker):
+    """MemTracker that also keeps a peak (and the split at that peak) per named phase."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.phase: str | None = None
+        self.phase_peak: dict[str, int] = {}
+        self.phase_peak_snap: dict[str, dict[str, int]] = {}
+        self.phase_start: dict[str, dict[str, int]] = {}
+
+    def current_split(self) -> dict[str, int]:
+        """Current live bytes per MemTracker label, summed over devices (plus 'Total')."""
+        out: dict[str, int] = {}
+        for dev_snap in self._curr_mem_snap.values():
+            for k, v in dev_snap.items():
+                key = k if isinstance(k, str) else str(k)
+                key = getattr(k, "value", key)
+                out[key] = out.get(key, 0) + int(v)
+        out.setdefault(_TOTAL_KEY, 0)
+        return out
+
+    def set_phase(self, name: str | None) -> None:
+        self.phase = name
+        if name is not None:
+            snap = self.current_split()
+            self.phase_start[name] = snap
+            self.phase_peak[name] = snap[_TOTAL_KEY]
+            self.phase_peak_snap[name] = snap
+
+    def _track_module_params_and_buffers(
+        self, module: torch.nn.Module, install_grad_hooks: bool = True
+    ) -> tuple[int, int]:
+        # Same as MemTracker's, except that it installs gradient hooks only on parameters that
+        # require gradients (MemTracker 2.13 raises on the frozen base weights of a LoRA model).
+        def _grad_hook(grad: torch.Tensor) -> None:
+            self._update_and_maybe_create_winfos(grad, _MemRefType.GRAD)
+
+        param_memory = 0
+        for param in module.parameters():
+            winfos = self._update_and_maybe_create_winfos(param, _MemRefType.PARAM)
+            param_memory += sum(w.mem_consumed for w in winfos)
+            if param.grad is not None:
+                self._update_and_maybe_create_winfos(param.grad, _MemRefType.GRAD)
+            if (
+                install_grad_hooks
+                and param.requires_grad
+                and self._param_to_grad_hook_handles.get(param, None) is None
+            ):
+                self._param_to_grad_hook_handles[param] = (
+                    param.register_hook(_grad_hook),
+                    param.register_post_accumulate_grad_hook(lambda p: _grad_hook(p.grad)),
+                )
+        buffer_memory = 0
+        for buffer in module.buffers():
+            winfos = self._update_and_maybe_create_winfos(buffer, _MemRefType.BUFFER)
+            buffer_memory += sum(w.mem_consumed for w in winfos)
+        return param_memory, buffer_memory
+
+    def _update_peak_stats(self, peak_state: Any) -> None:  # called after every op
+        # MemTracker's version also refreshes a per-module peak for every module currently
+        # active, a scan over all modules on every op (quadratic in depth: minutes for an 80-layer
+        # model).  Per-module peaks are not used here, so only the global peak is kept, exactly
+        # as MemTracker computes it.
+        for dev, dev_snap in self._curr_mem_snap.items():
+            if self._peak_mem.get(dev, 0) < dev_snap[_TOTAL_KEY]:
+                self._peak_mem[dev] = dev_snap[_TOTAL_KEY]
+                self._peak_mem_snap[dev] = dict(dev_snap)
+        if self.phase is not None:
+            total = sum(int(d[_TOTAL_KEY]) for d in self._curr_mem_snap.values())
+            if total > self.phase_peak[self.phase]:
+                self.phase_peak[self.phase] = total
+                self.phase_peak_snap[self.phase] = self.current_split()
+
+
+def _named_split(snap: dict[str, int]) -> dict[str, int]:
+    out = {name: int(snap.get(label, 0)) for label, name in CATEGORY_NAMES.items()}
+    out["total"] = int(snap.get(_TOTAL_KEY, 0))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# model construction
+
+
+def load_config_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
+    with open(path) as f:
+        return json.load(f)
+
+
+def build_model(case: Case, device: torch.device) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """Random-init causal LM from the config file (nothing downloaded), wrapped by PEFT for LoRA."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    raw = load_config_dict(case.config)
+    model_type = raw["model_type"]
+    kwargs = {k: v for k, v in raw.items() if k not in _DROP_CONFIG_KEYS and not k.startswith("_")}
+    cfg = AutoConfig.for_model(model_type, **kwargs)
+    cfg.use_cache = False
+    dtype = torch.float32 if case.method == "full" else torch.bfloat16
+    torch.manual_seed(case.seed)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case.attention, dtype=dtype)
+    if device.type != "cpu":
+        model.to(device)
+    model.train()
+    if case.checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
+    info: dict[str, Any] = {
+        "model_type": model_type,
+        "vocab": int(cfg.vocab_size),
+        "hidden": int(cfg.hidden_size),
+        "layers": int(cfg.num_hidden_layers),
+        "intermediate": int(getattr(cfg, "intermediate_size", 0) or 0),
+        "heads": int(cfg.num_attention_heads),
+        "kv_heads": int(getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads),
+        "head_dim": int(
+            getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        ),
+        "tie_word_embeddings": bool(getattr(cfg, "tie_word_embeddings", False)),
+        "attention_used": str(getattr(model.config, "_attn_implementation", case.attention)),
+    }
+    experts_impl = getattr(model.config, "_experts_implementation", None)
+    if experts_impl is not None and hasattr(cfg, "num_local_experts"):
+        info["experts_implementation"] = str(experts_impl)
+    if model_type == "mixtral":
+        info["experts"] = int(cfg.num_local_experts)
+        info["experts_per_token"] = int(cfg.num_experts_per_tok)
+    if case.method == "lora":
+        from peft import LoraConfig, get_peft_model
+
+        lcfg = LoraConfig(
+            r=case.lora_r,
+            lora_alpha=case.lora_alpha or 2 * case.lora_r,
+            target_modules=case.lora_targets,
+            lora_dropout=case.lora_dropout,
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, lcfg)  # autocast_adapter_dtype=True: adapters in fp32
+        model.train()
+    elif case.method != "full":
+        raise ValueError(f"unknown method {case.method!r}")
+    return model, info
+
+
+def param_counts(model: torch.nn.Module) -> dict[str, int]:
+    seen: set[int] = set()
+    total = trainable = 0
+    by_dtype: dict[str, int] = {}
+    for p in model.parameters():  # parameters() already yields tied tensors once
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        total += p.numel()
+        if p.requires_grad:
+            trainable += p.numel()
+        key = str(p.dtype).replace("torch.", "")
+        by_dtype[key] = by_dtype.get(key, 0) + p.numel()
+    return {"total": total, "trainable": trainable, "by_dtype": by_dtype}
+
+
+# --------------------------------------------------------------------------------------------
+# the step
+
+
+@contextlib.contextmanager
+def native_dropout_routing(enabled: bool) -> Iterator[None]:
+    """Route F.dropout through aten.native_dropout while training.
+
+    On CPU ``F.dropout`` multiplies by a noise tensor of the input's dtype (2 or 4 bytes per
+    element kept for the backward); on CUDA it calls the fused ``native_dropout`` kernel, whose
+    saved mask is a bool tensor (1 byte per element).  Routing makes CPU/fake runs keep what a
+    GPU keeps.
+    """
+    if not enabled:
+        yield
+        return
+    orig = F.dropout
+
+    def dropout(
+        input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+    ) -> torch.Tensor:
+        if not training or p == 0.0:
+            return input
+        if inplace:
+            return orig(input, p, training, inplace)
+        return torch.native_dropout(input, p, True)[0]
+
+    F.dropout = dropout  # nn.Dropout.forward looks F.dropout up at call time
+    try:
+        yield
+    finally:
+        F.dropout = orig
+
+
+class Bf16MatmulViaFp32(TorchDispatchMode):
+    """Compute bf16 matrix products in fp32 and round the result to bf16 (real CPU runs only).
+
+    CPUs without native bf16 instructions multiply bf16 matrices ~100x slower than fp32.  This
+    mode sits *below* the MemTracker in the mode stack, so the tracker sees exactly the op it
+    would see anyway (bf16 inputs, one bf16 output of the same shape); the fp32 copies live only
+    inside the op, like a GPU kernel's workspace, and are invisible to the tracker by design.
+    It changes speed and the last bits of the numbers, never the tracked bytes.
+    """
+
+    _OPS = frozenset(
+        {
+            torch.ops.aten.mm.default,
+            torch.ops.aten.addmm.default,
+            torch.ops.aten.bmm.default,
+            torch.ops.aten.baddbmm.default,
+        }
+    )
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        if func in self._OPS and any(
+            isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args
+        ):
+            up = tree_map_only(
+                torch.Tensor, lambda t: t.float() if t.dtype == torch.bfloat16 else t, args
+            )
+            return func(*up, **kwargs).to(torch.bfloat16)
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def fake_swap_fix(fake_mode: Any) -> Iterator[None]:
+    """Let ``Module.to()`` work on fake parameters (PEFT moves/casts its adapters).
+
+    ``nn.Module._apply`` always swaps FakeTensor parameters with ``torch.utils.swap_tensors``,
+    which refuses tensors that have weak references; FakeTensorMode's converter memo holds one
+    to every Parameter made inside the mode.  The memo only maps real tensors to their fakes
+    (there are none in a fake run), so it is emptied before each swap.
+    """
+    if fake_mode is None:
+        yield
+        return
+    orig = torch.utils.swap_tensors
+
+    def swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
+        fake_mode.fake_tensor_converter.tensor_memo.clear()
+        orig(t1, t2)
+
+    torch.utils.swap_tensors = swap_tensors
+    try:
+        yield
+    finally:
+        torch.utils.swap_tensors = orig
+
+
+@contextlib.contextmanager
+def fake_mask_routing(enabled: bool) -> Iterator[None]:
+    """Make transformers take the same attention-mask path on fake tensors as on real ones.
+
+    transformers treats a FakeTensor like a graph being traced: ``masking_utils`` then refuses
+    to skip the causal mask (SDPA ``is_causal=True``) and materialises a ``b x 1 x s x s`` mask,
+    which a real (or GPU) run with unpadded inputs never builds.  Two patches, fake mode only:
+    ``is_tracing`` ignores fake-ness in ``masking_utils``, and ``find_packed_sequence_indices``
+    allocates the same small tensors as the real check and returns "not packed" without reading
+    a value (our inputs are never packed; the real run reaches the same answer).
+    """
+    if not enabled:
+        yield
+        return
+    import transformers.masking_utils as mu
+    from transformers.utils import import_utils
+
+    orig_is_tracing = mu.is_tracing
+    orig_find = mu.find_packed_sequence_indices
+
+    def is_tracing(tensor: Any = None) -> bool:
+        return bool(import_utils.is_tracing())  # global tracing only, not "tensor is fake"
+
+    def find_packed_sequence_indices(position_ids: torch.Tensor) -> None:
+        first_dummy_value = position_ids[:, :1] - 1
+        position_diff = torch.diff(position_ids, prepend=first_dummy_value, dim=-1)
+        packed_sequence_mask = (position_diff != 1).cumsum(-1)
+        (packed_sequence_mask[:, -1] == 0).all()  # same allocations as the real check
+        return None
+
+    mu.is_tracing = is_tracing
+    mu.find_packed_sequence_indices = find_packed_sequence_indices
+    try:
+        yield
+    finally:
+        mu.is_tracing = orig_is_tracing
+        mu.find_packed_sequence_indices = orig_find
+
+
+def make_optimizer(
+    params: list[torch.nn.Parameter], which: str
+) -> tuple[torch.optim.Optimizer, str]:
+    if which in ("auto", "fused"):
+        try:
+            return torch.optim.AdamW(params, lr=1e-5, fused=True), "adamw-fused"
+        except (RuntimeError, ValueError):
+            if which == "fused":
+                raise
+    return torch.optim.AdamW(params, lr=1e-5, foreach=True), "adamw-foreach"
+
+
+def train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    trainable: list[torch.nn.Parameter],
+    input_ids: torch.Tensor,
+    device_type: str,
+    phase: Callable[[str | None], None] = lambda _name: None,
+    sync: Callable[[], None] = lambda: None,
+) -> None:
+    phase("forward")
+    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+        out = model(input_ids=input_ids, labels=input_ids)
+        loss = out.loss
+    del out  # the Trainer keeps only the loss
+    sync()
+    phase("backward")
+    loss.backward()
+    del loss
+    sync()
+    phase("optimizer")
+    torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    sync()
+    phase(None)
+
+
+def _versions() -> dict[str, str]:
+    import peft
+    import transformers
+
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def run_case(case: Case) -> dict[str, Any]:
+    """Measure one case and return its JSON-able record."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    t0 = time.perf_counter()
+    fake = case.mode == "fake"
+    if case.mode not in ("real", "fake"):
+        raise ValueError(f"unknown mode {case.mode!r}")
+    if case.attention not in ("eager", "sdpa"):
+        raise ValueError(f"unknown attention {case.attention!r}")
+    if case.device == "auto":
+        dev = "cuda" if (torch.cuda.is_available() and not fake) else "cpu"
+    else:
+        dev = case.device
+    device = torch.device(dev)
+    on_cuda = device.type == "cuda"
+
+    mode_ctx = FakeTensorMode(allow_non_fake_inputs=False) if fake else contextlib.nullcontext()
+    cuda: dict[str, Any] | None = None
+    # real CPU runs: bf16 matmuls computed in fp32 (speed only; see Bf16MatmulViaFp32)
+    fast_mm = not fake and device.type == "cpu"
+    mm_ctx = Bf16MatmulViaFp32() if fast_mm else contextlib.nullcontext()
+    with (
+        mode_ctx,
+        mm_ctx,
+        fake_mask_routing(fake),
+        native_dropout_routing(case.dropout_routing == "native"),
+    ):
+        with fake_swap_fix(mode_ctx if fake else None):
+            model, info = build_model(case, device)
+        counts = param_counts(model)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        optimizer, opt_name = make_optimizer(trainable, case.optimizer)
+        g = torch.Generator(device="cpu").manual_seed(case.seed + 1)
+        if fake:
+            input_ids = torch.randint(0, info["vocab"], (case.b, case.s), device=device)
+        else:
+            input_ids = torch.randint(0, info["vocab"], (case.b, case.s), generator=g).to(device)
+
+        sync = torch.cuda.synchronize if on_cuda else (lambda: None)
+        # warm-up: allocates AdamW state (exp_avg, exp_avg_sq, step), untracked
+        train_step(model, optimizer, trainable, input_ids, device.type, sync=sync)
+        gc.collect()
+        if on_cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            cuda = {"phases": {}, "allocated_before": int(torch.cuda.memory_allocated())}
+
+        mt = PhaseMemTracker()
+        mt.track_external(model, optimizer, input_ids)
+
+        def phase(name: str | None) -> None:
+            if on_cuda and cuda is not None:
+                if mt.phase is not None:
+                    cuda["phases"][mt.phase] = {
+                        "max_allocated": int(torch.cuda.max_memory_allocated()),
+                        "max_reserved": int(torch.cuda.max_memory_reserved()),
+                    }
+                torch.cuda.reset_peak_memory_stats()
+            mt.set_phase(name)
+
+        with mt:
+            start = mt.current_split()
+            train_step(model, optimizer, trainable, input_ids, device.type, phase=phase, sync=sync)
+            end = mt.current_split()
+        tracker_peak = sum(int(v) for v in mt._peak_mem.values())
+
+    if on_cuda and cuda is not None:
+        ph = cuda["phases"]
+        cuda["max_allocated"] = max(v["max_allocated"] for v in ph.values())
+        cuda["max_reserved"] = max(v["max_reserved"] for v in ph.values())
+        free, total = torch.cuda.mem_get_info()
+        cuda["device_total"] = int(total)
+        # used by this process beyond PyTorch's caching allocator ~ CUDA context + libraries
+        cuda["non_pytorch_used_estimate"] = int(total - free - torch.cuda.memory_reserved())
+        cuda["device_name"] = torch.cuda.get_device_name()
+
+    phase_peaks = {p: int(mt.phase_peak[p]) for p in PHASES}
+    peak_phase = max(PHASES, key=lambda p: phase_peaks[p])
+    peak = phase_peaks[peak_phase]
+    if peak != tracker_peak:  # the two bookkeepings must agree
+        raise AssertionError(f"phase peak {peak} != MemTracker peak {tracker_peak}")
+
+    lora = None
+    if case.method == "lora":
+        lora = {
+            "r": case.lora_r,
+            "alpha": case.lora_alpha or 2 * case.lora_r,
+            "targets": case.lora_targets,
+            "dropout": case.lora_dropout,
+            "adapter_dtype": "float32",
+        }
+    record: dict[str, Any] = {
+        "id": case.id or case.default_id(),
+        "config": case.slug(),
+        "config_path": str(case.config),
+        **{
+            k: info[k]
+            for k in (
+                "model_type",
+                "vocab",
+                "hidden",
+                "layers",
+                "intermediate",
+                "heads",
+                "kv_heads",
+                "head_dim",
+                "tie_word_embeddings",
+            )
+        },
+        **{
+            k: info[k]
+            for k in ("experts", "experts_per_token", "experts_implementation")
+            if k in info
+        },
+        "method": case.method,
+        "lora": lora,
+        "b": case.b,
+        "s": case.s,
+        "tokens": case.b * case.s,
+        "attention": case.attention,
+        "attention_used": info["attention_used"],
+        "checkpointing": case.checkpointing,
+        "mode": case.mode,
+        "device": device.type,
+        "precision": "amp-fp32-master" if case.method == "full" else "bf16-base-amp",
+        "weights_dtype": "float32" if case.method == "full" else "bfloat16",
+        "autocast": "bfloat16",
+        "optimizer": opt_name,
+        "dropout_routing": case.dropout_routing,
+        "cpu_bf16_matmul_in_fp32": fast_mm,
+        "peak_bytes": peak,
+        "peak_phase": peak_phase,
+        "phase_peaks": phase_peaks,
+        "split_at_peak": _named_split(mt.phase_peak_snap[peak_phase]),
+        "phase_splits": {p: _named_split(mt.phase_peak_snap[p]) for p in PHASES},
+        "start_split": _named_split(start),
+        "end_split": _named_split(end),
+        "params": {
+            "total": counts["total"],
+            "trainable": counts["trainable"],
+            "by_dtype": counts["by_dtype"],
+        },
+        "cuda": cuda,
+        "versions": _versions(),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    del model, optimizer, trainable, input_ids
+    gc.collect()
+    return record
+
+
+def gib(n: int) -> float:
+    return n / 2**30
+
+
+def summarize(rec: dict[str, Any]) -> str:
+    sp = rec["split_at_peak"]
+    return (
+        f"{rec['id']}: peak {gib(rec['peak_bytes']):.3f} GiB in {rec['peak_phase']} "
+        f"(params {gib(sp['parameters']):.3f}, grads {gib(sp['gradients']):.3f}, "
+        f"opt {gib(sp['optimizer_states']):.3f}, act {gib(sp['activations']):.3f}, "
+        f"tmp {gib(sp['temporaries']):.3f}) {rec['seconds']:.1f}s"
+    )
+
+
+__all__ = ["Case", "PhaseMemTracker", "run_case", "summarize", "train_step"]
