@@ -12,15 +12,16 @@ fact the seed files own and refresh.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -169,6 +170,8 @@ class CatalogRevision(Base):
 
 
 QUOTE_ITEM_KINDS: tuple[str, ...] = ("gpu", "system")
+QUOTE_STATUSES: tuple[str, ...] = ("new", "in_progress", "sent", "accepted", "expired")
+STAFF_ROLES: tuple[str, ...] = ("sales", "admin")
 
 
 class QuoteRequest(Base):
@@ -184,6 +187,7 @@ class QuoteRequest(Base):
     __table_args__ = (
         CheckConstraint(_in("item_kind", QUOTE_ITEM_KINDS), name="item_kind"),
         CheckConstraint("quantity > 0", name="quantity_positive"),
+        CheckConstraint(_in("status", QUOTE_STATUSES), name="status"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -207,3 +211,155 @@ class QuoteRequest(Base):
     calculator_query: Mapped[str] = mapped_column(Text)
     engine_version: Mapped[str] = mapped_column(String(32))
     sizing: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Workflow (staff desk): new -> in_progress -> sent -> accepted | expired.
+    status: Mapped[str] = mapped_column(String(16), default="new", server_default="new")
+    # Set when a partner created the request through the API; a partner sees only its own.
+    partner_id: Mapped[int | None] = mapped_column(
+        ForeignKey("partner.id", ondelete="RESTRICT"), index=True
+    )
+    # The partner's own reference for its customer (free text, partner API only).
+    partner_reference: Mapped[str | None] = mapped_column(String(100))
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow, server_default=func.now()
+    )
+    # Optimistic locking, as on catalog rows: two staff editing one quote can't overwrite.
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1, server_default="1")
+    staff_notes: Mapped[str | None] = mapped_column(Text)
+    valid_until: Mapped[date | None] = mapped_column(Date)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # VAT rate frozen when the quote is sent (percent, from settings by country).
+    vat_rate_percent: Mapped[Decimal | None] = mapped_column(Numeric(5, 2))
+
+    lines: Mapped[list[QuoteLine]] = relationship(
+        back_populates="quote_request",
+        lazy="raise",
+        order_by="QuoteLine.position",
+        cascade="all, delete-orphan",
+    )
+
+    __mapper_args__: ClassVar[dict[str, Any]] = {"version_id_col": version}
+
+
+class QuoteLine(Base):
+    """One priced line of a quote. Prices are copied in, so later catalog changes never alter it."""
+
+    __tablename__ = "quote_line"
+    __table_args__ = (
+        CheckConstraint(_in("item_kind", (*QUOTE_ITEM_KINDS, "other")), name="item_kind"),
+        CheckConstraint("quantity > 0", name="quantity_positive"),
+        CheckConstraint("unit_price_eur_net >= 0", name="unit_price_not_negative"),
+        CheckConstraint(
+            "discount_percent >= 0 AND discount_percent <= 100", name="discount_range"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    quote_request_id: Mapped[int] = mapped_column(
+        ForeignKey("quote_request.id", ondelete="CASCADE"), index=True
+    )
+    position: Mapped[int] = mapped_column(Integer)
+    item_kind: Mapped[str] = mapped_column(String(16))
+    item_slug: Mapped[str | None] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(200))
+    quantity: Mapped[int] = mapped_column(Integer)
+    unit_price_eur_net: Mapped[Decimal] = mapped_column(Numeric(12, 2))
+    discount_percent: Mapped[Decimal] = mapped_column(
+        Numeric(5, 2), default=Decimal("0"), server_default="0"
+    )
+
+    quote_request: Mapped[QuoteRequest] = relationship(back_populates="lines", lazy="raise")
+
+
+class Partner(Base):
+    """A reseller or integrator using the JSON API; owns API keys and quote requests."""
+
+    __tablename__ = "partner"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=func.now()
+    )
+
+
+class ApiKey(Base):
+    """A partner's API key. Only a SHA-256 of the key is kept (keys are 256-bit random,
+    so a slow hash adds nothing); ``prefix`` is the key's first characters, shown in lists."""
+
+    __tablename__ = "api_key"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    partner_id: Mapped[int] = mapped_column(
+        ForeignKey("partner.id", ondelete="CASCADE"), index=True
+    )
+    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=func.now()
+    )
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Requests per minute; None means the service default (settings).
+    rate_limit_per_minute: Mapped[int | None] = mapped_column(Integer)
+
+    partner: Mapped[Partner] = relationship(lazy="raise")
+
+
+class StaffUser(Base):
+    """A member of the shop's staff who signs in to /staff. argon2id hash only."""
+
+    __tablename__ = "staff_user"
+    __table_args__ = (CheckConstraint(_in("role", STAFF_ROLES), name="role"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    display_name: Mapped[str] = mapped_column(String(200))
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16))
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=func.now()
+    )
+    last_sign_in_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class StaffSession(Base):
+    """A signed-in staff session. The cookie holds a random token; only its SHA-256 is kept,
+    so a database leak can't be replayed, and sign-out deletes the row."""
+
+    __tablename__ = "staff_session"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    staff_user_id: Mapped[int] = mapped_column(
+        ForeignKey("staff_user.id", ondelete="CASCADE"), index=True
+    )
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=func.now()
+    )
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AuditLog(Base):
+    """Who changed what, when: before and after as JSON. Written in the same transaction
+    as the change, so a change without its audit row can't be committed."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=func.now(), index=True
+    )
+    staff_user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("staff_user.id", ondelete="SET NULL"), index=True
+    )
+    actor: Mapped[str] = mapped_column(String(254))
+    entity: Mapped[str] = mapped_column(String(32))
+    entity_key: Mapped[str] = mapped_column(String(100))
+    action: Mapped[str] = mapped_column(String(32))
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
