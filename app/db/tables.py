@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -237,7 +237,7 @@ class QuoteRequest(Base):
         cascade="all, delete-orphan",
     )
 
-    __mapper_args__: ClassVar[dict[str, Any]] = {"version_id_col": version}
+    __mapper_args__ = {"version_id_col": version}  # noqa: RUF012 (SQLAlchemy reads it once)
 
 
 class QuoteLine(Base):
