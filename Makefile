@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint types contracts pytest bench clean
+.PHONY: run test install lint types contracts pytest bench accuracy clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ run: $(STAMP)
 test: $(STAMP) lint types contracts pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check app tests benchmarks migrations
+	$(BIN)/ruff check app tests benchmarks migrations tools
 
 types: $(STAMP)
 	$(BIN)/mypy app
@@ -42,3 +42,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data
+
+## Compare the engine with the committed calibration grid; rewrite docs/accuracy.json and the plot
+accuracy: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'matplotlib>=3.8'
+	$(BIN)/python -m tools.calibrate accuracy

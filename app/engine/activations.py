@@ -45,6 +45,18 @@ NORM_STATS_BYTES = 8
 # fp32 logsumexp (4 * nh), linear in s.
 EAGER_SCORE_BYTES = 6
 LOGSUMEXP_BYTES = 4
+# Gemma 2's attention soft-capping (scores / cap, tanh, * cap) keeps tanh's bf16 output for
+# its backward: 2 more bytes per score (transformers' Gemma2 eager_attention_forward; our grid,
+# tools/calibrate/results/cpu-grid.json, tiny-gemma2 cases).
+SOFTCAP_SCORE_BYTES = 2
+# The same for the final logits: tanh's bf16 output, 2 bytes per token per vocabulary entry,
+# alive from the forward through the loss head's backward.
+SOFTCAP_LOGIT_BYTES_PER_VOCAB = 2
+# Eager attention takes an additive 4D causal mask (batch x 1 x s x s) in the activations'
+# dtype: bf16 (2 bytes) on a bf16 base, fp32 (4) under amp with fp32 weights. It lives through
+# the forward; gradient checkpointing (non-reentrant) saves it with each layer's inputs, so
+# then it lives until the backward too. SDPA and flash attention use is_causal and build none.
+MASK_BYTES: dict[str, int] = {"bf16": 2, "lora": 2, "amp": 4}
 
 # Loss head, bytes per token per vocabulary entry (activation-findings.md, "The loss head"):
 # forward at the log-softmax: bf16 logits + fp32 copy + fp32 log-softmax = 2 + 4 + 4;
@@ -96,6 +108,9 @@ class ActivationProfile:
     loss_backward_per_token: int
     chunked_loss: bool
     vocab_size: int
+    # Alive only until the end of the forward (eager attention's causal masks without
+    # checkpointing), per token per key position.
+    forward_only_per_token_per_seq: int = 0
 
     def saved_layers_bytes(self, tokens: int, seq_len: int) -> int:
         """Activations saved by all decoder layers for the backward pass."""
@@ -189,8 +204,17 @@ def _mlp_bytes(shape: ModelShape, *, trainable: bool) -> int:
 
 
 def eager_bytes_per_token_per_seq(shape: ModelShape, attention: Attention) -> int:
-    """Eager attention's score matrices: ``6 * nh`` bytes per token per key position."""
-    return EAGER_SCORE_BYTES * shape.num_heads if attention == "eager" else 0
+    """Eager attention's score matrices: ``6 * nh`` bytes per token per key position
+    (``8 * nh`` with Gemma 2's soft-capping)."""
+    if attention != "eager":
+        return 0
+    per_score = EAGER_SCORE_BYTES + (SOFTCAP_SCORE_BYTES if shape.attention_softcap else 0)
+    return per_score * shape.num_heads
+
+
+def mask_bytes_per_token_per_seq(shape: ModelShape, attention: Attention, regime: Regime) -> int:
+    """Eager attention's causal masks, one per mask kind the model builds."""
+    return shape.mask_kinds * MASK_BYTES[regime] if attention == "eager" else 0
 
 
 def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationProfile:
@@ -201,9 +225,12 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         layer = lora_layer_bytes_per_token(shape, setup.lora or LoraSetup())
     quad = eager_bytes_per_token_per_seq(shape, setup.attention)
     layers = shape.num_layers
+    masks = mask_bytes_per_token_per_seq(shape, setup.attention, setup.regime)
+    forward_only_quad = masks
     if setup.gradient_checkpointing:
         saved = CHECKPOINT_INPUT_BYTES[setup.regime] * shape.hidden_size * layers
-        saved_quad = 0
+        saved_quad = masks
+        forward_only_quad = 0
     elif setup.activation_offload:
         kept = min(layers, OFFLOADED_LAYERS_ON_GPU)
         saved, saved_quad = layer * kept, quad * kept
@@ -211,15 +238,18 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         saved, saved_quad = layer * layers, quad * layers
     v = shape.vocab_size
     backward_hidden = LOSS_BACKWARD_HIDDEN_BYTES_FULL * shape.hidden_size
+    softcap = SOFTCAP_LOGIT_BYTES_PER_VOCAB * v if shape.final_logit_softcap else 0
     return ActivationProfile(
         layer_per_token=layer,
         layer_per_token_per_seq=quad,
         saved_per_token=saved,
         saved_per_token_per_seq=saved_quad,
-        loss_forward_per_token=LOSS_FORWARD_BYTES_PER_VOCAB * v,
+        loss_forward_per_token=LOSS_FORWARD_BYTES_PER_VOCAB * v + softcap,
         loss_backward_per_token=(LOSS_SAVED_BYTES_PER_VOCAB + LOSS_BACKWARD_EXTRA_BYTES_PER_VOCAB)
         * v
+        + softcap
         + (backward_hidden if setup.method == "full" else 0),
         chunked_loss=setup.loss_head == "chunked",
         vocab_size=v,
+        forward_only_per_token_per_seq=forward_only_quad,
     )

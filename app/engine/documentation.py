@@ -78,7 +78,8 @@ TERMS: tuple[Term, ...] = (
         "qlora", "QLoRA base",
         f"block linear layers in NF4: {_bits('nf4-dq')} bits per parameter with double "
         f"quantisation, {_bits('nf4')} without; embeddings, lm_head, norms and biases bf16; "
-        "a 4-bit base trains adapters only",
+        "a 4-bit base trains adapters only; activations as measured for LoRA, plus one "
+        "layer dequantised to bf16 at a time. Not yet measured (bitsandbytes needs a GPU)",
         "Dettmers et al., QLoRA, arXiv 2305.14314, section 3; Hugging Face bitsandbytes guide",
         "app/engine/states.py",
     ),
@@ -95,9 +96,13 @@ TERMS: tuple[Term, ...] = (
         "bytes per token: full fine-tuning (bf16) 8i + 20h + 4hkv + 4nh + 8; under autocast with "
         "fp32 weights 8i + 30h + ...; LoRA base 6i + 12h + 4hkv + 4nh + 8 plus (2 + m)w + 2r per "
         "adapted layer (m = 1 with dropout); eager attention adds "
-        f"{activations.EAGER_SCORE_BYTES} x heads x sequence",
+        f"{activations.EAGER_SCORE_BYTES} x heads x sequence "
+        f"(+ {activations.SOFTCAP_SCORE_BYTES} with Gemma 2's score soft-capping) and its "
+        "causal masks (one per mask kind, in the activations' dtype; kept to the backward "
+        "under checkpointing)",
         "measured tensor by tensor on Hugging Face training steps (PyTorch MemTracker); "
-        "tools/calibrate/", "app/engine/activations.py",
+        "tools/calibrate/ (71 cases; the How-we-calculate page lists each case's error)",
+        "app/engine/activations.py",
     ),
     Term(
         "checkpointing", "Gradient checkpointing",
@@ -111,7 +116,9 @@ TERMS: tuple[Term, ...] = (
         "loss-head", "Loss head",
         f"{activations.LOSS_FORWARD_BYTES_PER_VOCAB} x vocabulary bytes per token in the forward "
         "(bf16 logits, fp32 copy, fp32 log-softmax), "
-        f"{_loss_backward} x vocabulary at the start of backward; a chunked loss holds "
+        f"{_loss_backward} x vocabulary at the start of backward (+ "
+        f"{activations.SOFTCAP_LOGIT_BYTES_PER_VOCAB} with Gemma 2's logit soft-capping); "
+        "under fp32 autocast a tied lm_head gets its own bf16 copy; a chunked loss holds "
         f"{activations.CHUNKED_LOSS_TOKENS} tokens at a time",
         "measured on Hugging Face's causal-LM loss (logits upcast to fp32); Liger Kernel, "
         "torchtune chunked loss", "app/engine/activations.py",
@@ -119,7 +126,9 @@ TERMS: tuple[Term, ...] = (
     Term(
         "peak", "Peak over phases",
         "max(end of forward, start of backward, end of backward, optimizer step), each the "
-        "states alive then plus that moment's activations; never less than the model states",
+        "states alive then plus that moment's activations; never less than the states alive "
+        "together (under the hf accounting autocast's bf16 copies are freed before the "
+        "optimizer step, so 16 of the article's 18 bytes per parameter)",
         "measured: adding every term overestimates by up to 25 %", "app/engine/fit.py",
     ),
     Term(

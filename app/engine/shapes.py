@@ -108,6 +108,11 @@ class ModelShape:
     norms_per_layer: int = 2
     qk_norm: bool = False
     gated_mlp: bool = True
+    # Gemma 2's tanh soft-capping of attention scores and of the final logits.
+    attention_softcap: bool = False
+    final_logit_softcap: bool = False
+    # Kinds of causal mask the model builds (Gemma 2/3: full and sliding-window).
+    mask_kinds: int = 1
 
     @property
     def total_params(self) -> int:
@@ -202,6 +207,15 @@ class _Config:
             raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
         return value
 
+    def is_set(self, name: str, default: object = None) -> bool:
+        """Whether an optional numeric setting is switched on (present, not null, not 0)."""
+        value = self.raw.get(name, default)
+        if value is None or value is False:
+            return False
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ShapeError(f"{name}: expected a positive number or null, got {value!r}")
+        return value > 0
+
     def flag(self, name: str, default: bool) -> bool:
         value = self.raw.get(name, default)
         if value is None:
@@ -287,6 +301,9 @@ def _assemble(
     moe_intermediate: int = 0,
     gated_mlp: bool = True,
     max_positions: int | None = None,
+    attention_softcap: bool = False,
+    final_logit_softcap: bool = False,
+    mask_kinds: int = 1,
 ) -> ModelShape:
     vocab = cfg.integer("vocab_size")
     embedding = vocab * att.hidden + extra_embedding
@@ -318,6 +335,9 @@ def _assemble(
         norms_per_layer=norms_per_layer,
         qk_norm=qk_norm,
         gated_mlp=gated_mlp,
+        attention_softcap=attention_softcap,
+        final_logit_softcap=final_logit_softcap,
+        mask_kinds=mask_kinds,
     )
 
 
@@ -427,7 +447,9 @@ def _mixtral(cfg: _Config) -> ModelShape:
 
 def _gemma(cfg: _Config, model_type: str, *, qk_norm: bool) -> ModelShape:
     """Gemma 2 / Gemma 3 text: four RMSNorms per layer (pre/post attention and feed-forward),
-    explicit head_dim, GeGLU MLP, embeddings tied by default; Gemma 3 adds q/k norms."""
+    explicit head_dim, GeGLU MLP, embeddings tied by default; Gemma 3 adds q/k norms.
+    Gemma 2 soft-caps attention scores and logits (defaults 50 and 30 in transformers'
+    Gemma2Config); both build a full and a sliding-window causal mask."""
     att = _attention_dims(cfg)
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
@@ -439,6 +461,13 @@ def _gemma(cfg: _Config, model_type: str, *, qk_norm: bool) -> ModelShape:
         cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=norms, norms_per_layer=4, qk_norm=qk_norm,
         tied=cfg.flag("tie_word_embeddings", True),
+        attention_softcap=cfg.is_set(
+            "attn_logit_softcapping", 50.0 if model_type == "gemma2" else None
+        ),
+        final_logit_softcap=cfg.is_set(
+            "final_logit_softcapping", 30.0 if model_type == "gemma2" else None
+        ),
+        mask_kinds=2,
     )
 
 

@@ -85,3 +85,26 @@ def test_a_config_the_engine_cannot_read_names_the_field(
     with pytest.raises(EngineError) as caught:
         parse_config(config)
     assert caught.value.field == field
+
+
+def _config(slug: str) -> dict[str, Any]:
+    return seed_model_config({"config": f"{slug}.json"})
+
+
+def test_gemma_2_soft_caps_scores_and_logits_and_builds_two_masks() -> None:
+    gemma2 = parse_config(_config("gemma-2-9b"))
+    assert gemma2.attention_softcap and gemma2.final_logit_softcap
+    assert gemma2.mask_kinds == 2
+    uncapped = parse_config(
+        {**_config("gemma-2-9b"), "attn_logit_softcapping": None,
+         "final_logit_softcapping": None}
+    )
+    assert not uncapped.attention_softcap and not uncapped.final_logit_softcap
+    llama = parse_config(_config("llama-3.1-8b"))
+    assert not llama.attention_softcap and not llama.final_logit_softcap
+    assert llama.mask_kinds == 1
+
+
+def test_a_soft_cap_that_is_not_a_number_names_the_field() -> None:
+    with pytest.raises(EngineError, match="final_logit_softcapping"):
+        parse_config({**_config("gemma-2-9b"), "final_logit_softcapping": "30"})

@@ -33,7 +33,20 @@ def test_accuracy_table_when_measured(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     path = tmp_path / "accuracy.json"
-    path.write_text(json.dumps({"rows": [{"case": "llama-3.2-1b lora", "error_pct": 3.1}]}))
+    path.write_text(json.dumps({
+        "summary": {"cases": 1, "fake_mode_cases": 0, "median_abs_error_pct": 3.1,
+                    "max_abs_error_pct": 3.1, "within_10_pct": 1},
+        "rows": [{"case": "llama-3.2-1b lora", "measured_gib": 10.0, "estimated_gib": 10.31,
+                  "error_pct": 3.1}],
+    }))
     monkeypatch.setattr(pages, "ACCURACY_JSON", path)
     body = client.get("/how-we-calculate").text
     assert "llama-3.2-1b lora" in body and "Measurement is pending" not in body
+    assert "3.1 %" in body and "at most" in body
+
+
+def test_the_published_accuracy_and_the_qlora_basis_are_on_the_page(client: TestClient) -> None:
+    body = client.get("/how-we-calculate", headers={"Accept-Language": "en"}).text
+    assert "/static/img/accuracy.png" in body
+    assert "tiny-gemma2_full_b2_s512_eager_nogc_real" in body
+    assert "QLoRA: not yet measured" in body

@@ -51,8 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--limit", type=int)
 
     sub.add_parser("list", help="print the grid's case ids")
+    sub.add_parser(
+        "accuracy",
+        help="compare the engine with the committed grid; write docs/accuracy.json and "
+        "static/img/accuracy.png (needs matplotlib, not torch)",
+    )
 
     a = p.parse_args(argv)
+    if a.cmd == "accuracy":
+        from .accuracy import main as accuracy_main
+
+        return accuracy_main()
     if a.cmd == "list":
         from .grid import all_cases
 
