@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -45,7 +46,56 @@ INSECURE_DEV_SECRET = "dev-insecure-secret-change-me"
 """Good enough for a laptop; production sets SIZER_SECRET_KEY (README)."""
 
 _LOCALE_RE = re.compile(r"^[a-z]{2}$")
+_COUNTRY_RE = re.compile(r"^[A-Z]{2}$")
 _TEMPLATE_FIELD_RE = re.compile(r"\{[a-z_]+\}")
+
+DEFAULT_VAT_RATES: dict[str, Decimal] = {
+    code: Decimal(rate) for code, rate in (
+        ("AT", "20"), ("BE", "21"), ("BG", "20"), ("HR", "25"), ("CY", "19"), ("CZ", "21"),
+        ("DK", "25"), ("EE", "24"), ("FI", "25.5"), ("FR", "20"), ("DE", "19"), ("GR", "24"),
+        ("HU", "27"), ("IE", "23"), ("IT", "22"), ("LV", "21"), ("LT", "21"), ("LU", "17"),
+        ("MT", "18"), ("NL", "21"), ("PL", "23"), ("PT", "23"), ("RO", "21"), ("SK", "23"),
+        ("SI", "22"), ("ES", "21"), ("SE", "25"),
+    )
+}
+"""Standard VAT rates of the 27 EU member states (percent, as of late 2025). Countries not
+listed (CH, GB, NO, ...) are exports at 0 %. Override with SIZER_VAT_RATES."""
+
+
+def _parse_rates(value: Any) -> Any:
+    """``DE=19,AT=20`` or a JSON object ``{"DE": 19}`` into {country: Decimal}."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            import json
+
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a valid JSON object ({exc.msg})") from exc
+        else:
+            pairs: dict[str, Any] = {}
+            for part in (p for p in re.split(r"[,\s]+", text) if p):
+                code, sep, rate = part.partition("=")
+                if not sep:
+                    raise ValueError(f"{part!r} is not COUNTRY=RATE")
+                pairs[code] = rate
+            value = pairs
+    if isinstance(value, dict):
+        rates: dict[str, Decimal] = {}
+        for code, rate in value.items():
+            country = str(code).strip().upper()
+            if not _COUNTRY_RE.match(country):
+                raise ValueError(f"{code!r} is not a two-letter country code")
+            try:
+                number = Decimal(str(rate).strip())
+            except ArithmeticError as exc:
+                raise ValueError(f"{country}: {rate!r} is not a number") from exc
+            if not number.is_finite() or not Decimal(0) <= number <= Decimal(100):
+                raise ValueError(f"{country}: {rate!r} must be from 0 to 100")
+            rates[country] = number
+        return rates
+    return value
 
 
 class ConfigurationError(Exception):
@@ -114,6 +164,16 @@ class Settings(BaseSettings):
         description="Locales the pages are offered in.",
     )
     default_locale: str = Field(default="de", description="Locale when the browser asks none.")
+    vat_rates: Annotated[dict[str, Decimal], NoDecode] = Field(
+        default_factory=lambda: dict(DEFAULT_VAT_RATES),
+        description="VAT percent by customer country (DE=19,AT=20,... or JSON); others 0.",
+    )
+    vat_home_country: str = Field(
+        default="DE", description="The shop's own country (always charged its own rate)."
+    )
+    staff_session_hours: int = Field(
+        default=12, ge=1, le=24 * 30, description="How long a staff sign-in lasts."
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -147,6 +207,19 @@ class Settings(BaseSettings):
             return None
         if not value.startswith(("https://", "http://")):
             raise ValueError(f"{value!r} must start with https:// or http://")
+        return value
+
+    @field_validator("vat_rates", mode="before")
+    @classmethod
+    def _split_vat_rates(cls, value: Any) -> Any:
+        return _parse_rates(value)
+
+    @field_validator("vat_home_country")
+    @classmethod
+    def _check_home_country(cls, value: str) -> str:
+        value = value.strip().upper()
+        if not _COUNTRY_RE.match(value):
+            raise ValueError(f"{value!r} is not a two-letter country code")
         return value
 
     @field_validator("supported_locales", mode="before")

@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
 from app.html.middleware import WebMiddleware
+from app.staff import routes as staff_routes
 from app.web import calculator, health, pages, quotes
 from app.web import errors as web_errors
 
@@ -46,6 +47,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(quotes.router)
     app.include_router(pages.router)
     web_errors.register(app)
+    staff_routes.register(app)
     app.add_middleware(WebMiddleware, settings=settings)
     app.add_middleware(GZipMiddleware, minimum_size=1024)
     return app

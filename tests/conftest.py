@@ -148,6 +148,8 @@ def session_factory(engine: Engine) -> Iterator[SessionFactory]:
     """Sessions on the migrated database; the catalog is emptied after the test."""
     yield make_session_factory(engine)
     with engine.begin() as connection:
+        for table in ("audit_log", "staff_session", "staff_user"):  # staff desk
+            connection.execute(text(f"DELETE FROM {table}"))
         for table in ("system", "gpu_sku", "model_card"):
             connection.execute(text(f"DELETE FROM {table}"))
         connection.execute(text("UPDATE catalog_revision SET revision = 0, token = 'initial'"))

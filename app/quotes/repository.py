@@ -44,3 +44,8 @@ def reference_taken(session: Session, reference: str) -> bool:
         select(QuoteRequest.id).where(QuoteRequest.reference == reference)
     ).first()
     return found is not None
+
+
+def to_record(row: QuoteRequest) -> QuoteRequestRecord:
+    """The plain record of a loaded row (for the staff desk's service)."""
+    return _record(row)

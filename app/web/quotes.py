@@ -24,6 +24,7 @@ from app.errors import InvalidInput, NotFound
 from app.html import htmx
 from app.html.forms import FieldErrors, FormBody, read_form
 from app.html.templating import render
+from app.quotes import desk
 from app.quotes import service as quotes_service
 from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord
 from app.web import calculator, quote_form, result_view
@@ -127,11 +128,13 @@ def quote_request_page(request: Request, session: DbSession, token: str) -> HTML
     """The customer's permanent page for one request (NotFound renders the 404 page)."""
     record = quotes_service.get_request(session, token=token)
     settings: Settings = request.app.state.settings
+    priced = desk.get_sent_quote(session, token=token, vat=desk.VatPolicy(
+        home_country=settings.vat_home_country, rates=settings.vat_rates))
     return render(
         request, REQUEST_TEMPLATE,
         {"record": record, "shop_url": shop_quote_url(settings, record),
          "item_kind": _kind(record.item_kind),
          "result": record.sizing.get("result", {}), "item_fit": record.sizing.get("item_fit", {}),
-         "countries": dict(quote_form.countries(request.state.lang))},
+         "countries": dict(quote_form.countries(request.state.lang)), "quote": priced},
         headers={"Cache-Control": "private, no-store", "X-Robots-Tag": "noindex"},
     )

@@ -1,0 +1,1 @@
+"""Accounts: staff users and their sessions, password hashing, the audit log (partner keys too)."""

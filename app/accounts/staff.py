@@ -1,0 +1,205 @@
+"""Staff users and their sign-in sessions. Services never commit (the caller's session does).
+
+* Sessions: the cookie carries 256 random bits; only their SHA-256 is stored, so a copy of
+  the database cannot be replayed. Each session has its own CSRF token (``csrf_token``).
+* Failed sign-ins are throttled per e-mail and client address (:class:`SignInThrottle`). The
+  counter lives in this process: with several workers each counts alone, so the effective
+  limit is ``workers x MAX_FAILURES``; good enough until a shared store exists (README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from app.accounts import passwords
+from app.db.tables import STAFF_ROLES, StaffSession, StaffUser
+from app.errors import Conflict, InvalidInput
+
+SESSION_TOKEN_BYTES = 32
+CSRF_TOKEN_BYTES = 32
+EMAIL = re.compile(r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\"]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class StaffUserRecord:
+    """A staff user without the hash."""
+
+    id: int
+    email: str
+    display_name: str
+    role: str
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StaffPrincipal:
+    """Who is signed in, for this request: the user and the session's CSRF token."""
+
+    user: StaffUserRecord
+    session_id: int
+    csrf_token: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.user.role == "admin"
+
+    @property
+    def actor(self) -> str:
+        return self.user.email
+
+
+def _record(row: StaffUser) -> StaffUserRecord:
+    return StaffUserRecord(
+        id=row.id, email=row.email, display_name=row.display_name, role=row.role,
+        active=row.active,
+    )
+
+
+def _hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def normalize_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def create_user(
+    session: Session, *, email: str, display_name: str, password: str, role: str
+) -> StaffUserRecord:
+    """A new staff user; InvalidInput for a bad e-mail, password or role, Conflict if taken."""
+    email = normalize_email(email)
+    if not EMAIL.match(email) or len(email) > 254:
+        raise InvalidInput("email: not an e-mail address")
+    if role not in STAFF_ROLES:
+        raise InvalidInput(f"role: must be one of {', '.join(STAFF_ROLES)}")
+    if not passwords.MIN_PASSWORD_LENGTH <= len(password) <= passwords.MAX_PASSWORD_LENGTH:
+        raise InvalidInput(
+            f"password: must have at least {passwords.MIN_PASSWORD_LENGTH} characters"
+        )
+    taken = session.scalar(select(StaffUser.id).where(func.lower(StaffUser.email) == email))
+    if taken is not None:
+        raise Conflict(f"email: {email} already has an account")
+    row = StaffUser(
+        email=email, display_name=(display_name.strip() or email)[:200],
+        password_hash=passwords.hash_password(password), role=role, active=True,
+    )
+    session.add(row)
+    session.flush()
+    return _record(row)
+
+
+def authenticate(session: Session, *, email: str, password: str) -> StaffUserRecord | None:
+    """The active user with this e-mail and password, else None (same work either way)."""
+    email = normalize_email(email)
+    row = session.scalars(
+        select(StaffUser).where(func.lower(StaffUser.email) == email)
+    ).one_or_none()
+    if row is None or not row.active:
+        passwords.verify_password(passwords.dummy_hash(), password)
+        return None
+    if not passwords.verify_password(row.password_hash, password):
+        return None
+    if passwords.needs_rehash(row.password_hash):
+        row.password_hash = passwords.hash_password(password)
+    row.last_sign_in_at = _now()
+    session.flush()
+    return _record(row)
+
+
+def start_session(session: Session, *, user_id: int, lifetime: timedelta) -> str:
+    """A new session for the user; returns the cookie value (never stored as such)."""
+    token = secrets.token_urlsafe(SESSION_TOKEN_BYTES)
+    session.add(StaffSession(
+        token_hash=_hash_token(token), staff_user_id=user_id,
+        csrf_token=secrets.token_urlsafe(CSRF_TOKEN_BYTES), expires_at=_now() + lifetime,
+    ))
+    # Expired sessions of anybody are dropped here, so the table cannot grow without bound.
+    session.execute(delete(StaffSession).where(StaffSession.expires_at < _now()))
+    session.flush()
+    return token
+
+
+def resolve_session(session: Session, *, token: str) -> StaffPrincipal | None:
+    """The signed-in principal for a cookie value; None if unknown, expired or deactivated."""
+    if not token or len(token) > 128:
+        return None
+    found = session.execute(
+        select(StaffSession, StaffUser)
+        .join(StaffUser, StaffSession.staff_user_id == StaffUser.id)
+        .where(StaffSession.token_hash == _hash_token(token))
+    ).one_or_none()
+    if found is None:
+        return None
+    staff_session, user = found._tuple()
+    if _aware(staff_session.expires_at) <= _now() or not user.active:
+        return None
+    return StaffPrincipal(
+        user=_record(user), session_id=staff_session.id, csrf_token=staff_session.csrf_token
+    )
+
+
+def end_session(session: Session, *, session_id: int) -> None:
+    """Sign out: the session row is deleted, so the cookie is worthless from now on."""
+    session.execute(delete(StaffSession).where(StaffSession.id == session_id))
+
+
+def list_users(session: Session) -> list[StaffUserRecord]:
+    return [_record(row) for row in session.scalars(select(StaffUser).order_by(StaffUser.email))]
+
+
+class SignInThrottle:
+    """Failed sign-ins per (e-mail, client address) in a sliding window, in this process."""
+
+    MAX_FAILURES = 5
+    WINDOW_S = 15 * 60.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[tuple[str, str], list[float]] = {}
+
+    def _recent(self, key: tuple[str, str], now: float) -> list[float]:
+        kept = [t for t in self._failures.get(key, []) if now - t < self.WINDOW_S]
+        if kept:
+            self._failures[key] = kept
+        else:
+            self._failures.pop(key, None)
+        return kept
+
+    def retry_after_s(self, *, email: str, client: str) -> int:
+        """Seconds until another attempt is allowed; 0 when allowed now."""
+        now = time.monotonic()
+        with self._lock:
+            recent = self._recent((normalize_email(email), client), now)
+        if len(recent) < self.MAX_FAILURES:
+            return 0
+        return max(1, int(recent[0] + self.WINDOW_S - now) + 1)
+
+    def failed(self, *, email: str, client: str) -> None:
+        now = time.monotonic()
+        key = (normalize_email(email), client)
+        with self._lock:
+            self._recent(key, now)
+            self._failures.setdefault(key, []).append(now)
+            if len(self._failures) > 100_000:  # a flood of made-up e-mails: start over
+                self._failures.clear()
+
+    def succeeded(self, *, email: str, client: str) -> None:
+        with self._lock:
+            self._failures.pop((normalize_email(email), client), None)

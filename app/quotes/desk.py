@@ -1,0 +1,359 @@
+"""The staff desk's quote workflow: list, open, price with lines, send. Services never commit.
+
+A quote is the request plus staff-made lines (prices copied in, so later catalog changes never
+alter it), notes, a validity date and a status (new -> in_progress -> sent -> accepted |
+expired). Every mutating call names the quote ``version`` its form was rendered from: a stale
+one is a Conflict and nothing is written. Once sent, lines, notes and validity are frozen and
+the VAT rate is stored; only the status may still move to accepted or expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
+
+from app.accounts import audit
+from app.accounts.audit import Actor
+from app.catalog.schemas import Catalog
+from app.db.base import utcnow
+from app.db.tables import QUOTE_STATUSES, QuoteLine, QuoteRequest
+from app.errors import Conflict, InvalidInput, NotFound
+from app.quotes import desk_repository as repo
+from app.quotes import pricing
+from app.quotes.pricing import Totals, VatDecision
+from app.quotes.repository import to_record as request_record
+from app.quotes.schemas import QuoteRequestRecord
+
+SENT_STATUSES = ("sent", "accepted", "expired")
+LINE_KINDS = ("gpu", "system", "other")
+DEFAULT_VALIDITY_DAYS = 30
+MAX_LINES = 100
+MAX_QUANTITY = 10_000
+MAX_PRICE = Decimal("9999999999.99")
+
+
+@dataclass(frozen=True, slots=True)
+class VatPolicy:
+    """Where the shop is and the rates by country (from settings)."""
+
+    home_country: str
+    rates: Mapping[str, Decimal]
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteSummary:
+    reference: str
+    created_at: datetime
+    company: str
+    name: str
+    country: str
+    item_name: str
+    quantity: int
+    status: str
+    partner: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LineRecord:
+    id: int
+    position: int
+    item_kind: str
+    item_slug: str | None
+    description: str
+    quantity: int
+    unit_price_eur_net: Decimal
+    discount_percent: Decimal
+    net_eur: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class LineInput:
+    """A line as staff entered it; ``unit_price_eur_net`` None means "the catalog price"."""
+
+    item_kind: str
+    item_slug: str | None
+    description: str
+    quantity: int
+    unit_price_eur_net: Decimal | None
+    discount_percent: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A request with its desk state, lines and totals."""
+
+    request: QuoteRequestRecord
+    status: str
+    version: int
+    staff_notes: str | None
+    valid_until: date | None
+    sent_at: datetime | None
+    partner: str | None
+    lines: tuple[LineRecord, ...]
+    vat: VatDecision
+    totals: Totals
+
+    @property
+    def is_sent(self) -> bool:
+        return self.sent_at is not None
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment
+
+
+def _line(row: QuoteLine) -> LineRecord:
+    return LineRecord(
+        id=row.id, position=row.position, item_kind=row.item_kind, item_slug=row.item_slug,
+        description=row.description, quantity=row.quantity,
+        unit_price_eur_net=row.unit_price_eur_net, discount_percent=row.discount_percent,
+        net_eur=pricing.line_net(quantity=row.quantity, unit_price_eur_net=row.unit_price_eur_net,
+                                 discount_percent=row.discount_percent),
+    )
+
+
+def _vat(row: QuoteRequest, policy: VatPolicy) -> VatDecision:
+    decision = pricing.vat_for(country=row.country, vat_id=row.vat_id,
+                               home_country=policy.home_country, rates=policy.rates)
+    if row.vat_rate_percent is not None:  # frozen when sent
+        return VatDecision(row.vat_rate_percent, decision.rule)
+    return decision
+
+
+def _quote(session: Session, row: QuoteRequest, policy: VatPolicy) -> Quote:
+    lines = tuple(_line(line) for line in row.lines)
+    vat = _vat(row, policy)
+    return Quote(
+        request=request_record(row), status=row.status, version=row.version,
+        staff_notes=row.staff_notes, valid_until=row.valid_until, sent_at=_aware(row.sent_at),
+        partner=repo.partner_name(session, row.partner_id), lines=lines, vat=vat,
+        totals=pricing.totals((line.net_eur for line in lines), vat_rate_percent=vat.rate_percent),
+    )
+
+
+def _snapshot(row: QuoteRequest) -> dict[str, Any]:
+    """What the audit log keeps of a quote."""
+    return {
+        "status": row.status, "staff_notes": row.staff_notes,
+        "valid_until": row.valid_until.isoformat() if row.valid_until else None,
+        "sent_at": row.sent_at.isoformat() if row.sent_at else None,
+        "vat_rate_percent": str(row.vat_rate_percent) if row.vat_rate_percent is not None
+        else None,
+        "lines": [
+            {"kind": line.item_kind, "slug": line.item_slug, "description": line.description,
+             "quantity": line.quantity, "unit_price_eur_net": str(line.unit_price_eur_net),
+             "discount_percent": str(line.discount_percent)}
+            for line in row.lines
+        ],
+    }
+
+
+def list_quotes(session: Session, *, status: str | None = None, limit: int = 500
+                ) -> list[QuoteSummary]:
+    """The desk's list, newest first, optionally of one status."""
+    if status is not None and status not in QUOTE_STATUSES:
+        raise InvalidInput(f"status: must be one of {', '.join(QUOTE_STATUSES)}")
+    return [
+        QuoteSummary(
+            reference=row.reference, created_at=_aware(row.created_at) or row.created_at,
+            company=row.company, name=row.name, country=row.country, item_name=row.item_name,
+            quantity=row.quantity, status=row.status, partner=partner,
+        )
+        for row, partner in repo.list_rows(session, status=status, limit=limit)
+    ]
+
+
+def _row(session: Session, reference: str) -> QuoteRequest:
+    row = repo.get_row(session, reference=reference[:16])
+    if row is None:
+        raise NotFound("quote not found")
+    return row
+
+
+def get_quote(session: Session, *, reference: str, vat: VatPolicy) -> Quote:
+    """One quote by its reference; NotFound otherwise."""
+    return _quote(session, _row(session, reference), vat)
+
+
+def get_sent_quote(session: Session, *, token: str, vat: VatPolicy) -> Quote | None:
+    """The priced quote for the customer's page, once sent (None before)."""
+    row = repo.get_row_by_token(session, token=token[:64])
+    if row is None or row.sent_at is None:
+        return None
+    return _quote(session, row, vat)
+
+
+def _editable(session: Session, reference: str, version: int) -> QuoteRequest:
+    row = _row(session, reference)
+    if row.version != version:
+        raise Conflict("quote: changed by someone else since you opened it")
+    if row.sent_at is not None:
+        raise Conflict("quote: already sent; its prices are frozen")
+    return row
+
+
+def _touch(session: Session, row: QuoteRequest) -> None:
+    """Bump the quote's version (and updated_at) so forms rendered before are stale."""
+    row.updated_at = utcnow()
+    if row.status == "new":
+        row.status = "in_progress"
+    try:
+        session.flush()
+    except StaleDataError as exc:
+        raise Conflict("quote: changed by someone else since you opened it") from exc
+
+
+def _price(catalog: Catalog, line: LineInput) -> tuple[Decimal, str]:
+    """The unit price (given, else the catalog's) and the description (given, else the name)."""
+    name = line.description
+    price = line.unit_price_eur_net
+    if line.item_kind in ("gpu", "system"):
+        if not line.item_slug:
+            raise InvalidInput("item_slug: choose a card or system")
+        try:
+            item = (catalog.gpu(line.item_slug) if line.item_kind == "gpu"
+                    else catalog.system(line.item_slug))
+        except NotFound as exc:
+            raise InvalidInput("item_slug: not in the catalog") from exc
+        name = name or item.name
+        if price is None:
+            price = item.price_eur_net
+    if not name:
+        raise InvalidInput("description: required")
+    if price is None:
+        raise InvalidInput("unit_price: no catalog price; enter one")
+    return price, name
+
+
+def _check_line(line: LineInput) -> None:
+    if line.item_kind not in LINE_KINDS:
+        raise InvalidInput("item_kind: must be gpu, system or other")
+    if not 1 <= line.quantity <= MAX_QUANTITY:
+        raise InvalidInput(f"quantity: must be from 1 to {MAX_QUANTITY}")
+    price = line.unit_price_eur_net
+    if price is not None and not Decimal(0) <= price <= MAX_PRICE:
+        raise InvalidInput("unit_price: must not be negative")
+    if not Decimal(0) <= line.discount_percent <= pricing.HUNDRED:
+        raise InvalidInput("discount_percent: must be from 0 to 100")
+    if len(line.description) > 200:
+        raise InvalidInput("description: at most 200 characters")
+
+
+def add_line(session: Session, *, actor: Actor, reference: str, version: int,
+             catalog: Catalog, line: LineInput) -> None:
+    """Add a priced line (catalog price unless one is given)."""
+    _check_line(line)
+    row = _editable(session, reference, version)
+    if len(row.lines) >= MAX_LINES:
+        raise InvalidInput(f"item_kind: at most {MAX_LINES} lines")
+    before = _snapshot(row)
+    price, description = _price(catalog, line)
+    position = max((existing.position for existing in row.lines), default=0) + 1
+    repo.add_line(session, row, QuoteLine(
+        position=position, item_kind=line.item_kind,
+        item_slug=line.item_slug if line.item_kind != "other" else None,
+        description=description, quantity=line.quantity, unit_price_eur_net=pricing.money(price),
+        discount_percent=line.discount_percent,
+    ))
+    _touch(session, row)
+    audit.record(session, actor=actor, entity="quote", entity_key=reference,
+                 action="add_line", before=before, after=_snapshot(row))
+
+
+def _find_line(row: QuoteRequest, line_id: int) -> QuoteLine:
+    for line in row.lines:
+        if line.id == line_id:
+            return line
+    raise NotFound("quote line not found")
+
+
+def update_line(session: Session, *, actor: Actor, reference: str, version: int,
+                line_id: int, catalog: Catalog, line: LineInput) -> None:
+    """Change a line's quantity, price, discount or description."""
+    _check_line(line)
+    row = _editable(session, reference, version)
+    target = _find_line(row, line_id)
+    before = _snapshot(row)
+    price, description = _price(catalog, LineInput(
+        item_kind=target.item_kind, item_slug=target.item_slug,
+        description=line.description or target.description, quantity=line.quantity,
+        unit_price_eur_net=line.unit_price_eur_net if line.unit_price_eur_net is not None
+        else target.unit_price_eur_net, discount_percent=line.discount_percent,
+    ))
+    target.description = description
+    target.quantity = line.quantity
+    target.unit_price_eur_net = pricing.money(price)
+    target.discount_percent = line.discount_percent
+    _touch(session, row)
+    audit.record(session, actor=actor, entity="quote", entity_key=reference,
+                 action="update_line", before=before, after=_snapshot(row))
+
+
+def remove_line(session: Session, *, actor: Actor, reference: str, version: int,
+                line_id: int) -> None:
+    row = _editable(session, reference, version)
+    before = _snapshot(row)
+    row.lines.remove(_find_line(row, line_id))
+    _touch(session, row)
+    audit.record(session, actor=actor, entity="quote", entity_key=reference,
+                 action="remove_line", before=before, after=_snapshot(row))
+
+
+def update_details(session: Session, *, actor: Actor, reference: str, version: int,
+                   status: str, staff_notes: str | None, valid_until: date | None) -> None:
+    """Notes, validity and status; after sending only the status (sent/accepted/expired)."""
+    row = _row(session, reference)
+    if row.version != version:
+        raise Conflict("quote: changed by someone else since you opened it")
+    before = _snapshot(row)
+    if row.sent_at is not None:
+        if status not in SENT_STATUSES:
+            raise InvalidInput("status: a sent quote can only be accepted or expire")
+        row.status = status
+    else:
+        if status not in ("new", "in_progress"):
+            raise InvalidInput("status: send the quote first")
+        if staff_notes is not None and len(staff_notes) > 5000:
+            raise InvalidInput("staff_notes: at most 5000 characters")
+        row.status = status
+        row.staff_notes = staff_notes or None
+        row.valid_until = valid_until
+    row.updated_at = utcnow()
+    try:
+        session.flush()
+    except StaleDataError as exc:
+        raise Conflict("quote: changed by someone else since you opened it") from exc
+    audit.record(session, actor=actor, entity="quote", entity_key=reference,
+                 action="update", before=before, after=_snapshot(row))
+
+
+def send(session: Session, *, actor: Actor, reference: str, version: int, vat: VatPolicy,
+         today: date | None = None) -> None:
+    """Freeze the quote: status sent, sent_at now, the VAT rate stored; validity defaults to
+    30 days. Needs at least one line."""
+    row = _editable(session, reference, version)
+    if not row.lines:
+        raise InvalidInput("lines: add at least one line before sending")
+    today = today or datetime.now(UTC).date()
+    if row.valid_until is not None and row.valid_until < today:
+        raise InvalidInput("valid_until: lies in the past")
+    before = _snapshot(row)
+    row.vat_rate_percent = _vat(row, vat).rate_percent
+    row.valid_until = row.valid_until or today + timedelta(days=DEFAULT_VALIDITY_DAYS)
+    row.sent_at = datetime.now(UTC)
+    row.status = "sent"
+    row.updated_at = utcnow()
+    try:
+        session.flush()
+    except StaleDataError as exc:
+        raise Conflict("quote: changed by someone else since you opened it") from exc
+    audit.record(session, actor=actor, entity="quote", entity_key=reference,
+                 action="send", before=before, after=_snapshot(row))

@@ -1,0 +1,73 @@
+"""Form parsing for the staff desk: decimals, dates, versions, and domain errors as field errors.
+
+Messages are English msgids translated where they are shown (``error_text``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from decimal import Decimal, InvalidOperation
+
+from app.errors import DomainError
+from app.html.forms import N_, FieldErrors
+
+
+def decimal(
+    data: Mapping[str, str], name: str, errors: FieldErrors, *, required: bool = False,
+    minimum: Decimal = Decimal(0), maximum: Decimal = Decimal("9999999999.99"),
+) -> Decimal | None:
+    """A non-negative amount with at most two decimals; "1.234,50" and "1234.50" both read."""
+    raw = data.get(name, "").strip().replace(" ", "").replace("\u00a0", "").replace("€", "")
+    if not raw:
+        if required:
+            errors.add(name, N_("This field is required."))
+        return None
+    if "," in raw:  # German style: dots group thousands, the comma is the decimal sign
+        raw = raw.replace(".", "").replace(",", ".")
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        errors.add(name, N_("Enter a number, e.g. 1234.50."))
+        return None
+    if not value.is_finite():
+        errors.add(name, N_("Enter a number, e.g. 1234.50."))
+        return None
+    if value < minimum:
+        errors.add(name, N_("Must not be negative.") if minimum == 0
+                   else N_("Enter a number from %(min)s to %(max)s."),
+                   min=str(minimum), max=str(maximum))
+        return None
+    if value > maximum:
+        errors.add(name, N_("Enter a number from %(min)s to %(max)s."),
+                   min=str(minimum), max=str(maximum))
+        return None
+    if value != value.quantize(Decimal("0.01")):
+        errors.add(name, N_("At most two decimals."))
+        return None
+    return value
+
+
+def day(data: Mapping[str, str], name: str, errors: FieldErrors) -> date | None:
+    raw = data.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        errors.add(name, N_("Enter a date like 2026-12-31."))
+        return None
+
+
+def version(data: Mapping[str, str]) -> int:
+    """The version a form was rendered from (-1 if missing: always stale)."""
+    raw = data.get("version", "").strip()
+    return int(raw) if raw.isdigit() and len(raw) < 10 else -1
+
+
+def domain_field_error(exc: DomainError, errors: FieldErrors, *, fallback: str) -> None:
+    """Put a service's ``"field: reason"`` message beside that field (or ``fallback``)."""
+    field, sep, reason = exc.detail.partition(": ")
+    if not sep:
+        field, reason = fallback, exc.detail
+    errors.add(field, reason)

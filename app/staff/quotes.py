@@ -1,0 +1,156 @@
+"""The quote desk: list and filter requests, open one, price it with lines, send, print."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.catalog import service as catalog_service
+from app.config import Settings
+from app.db.session import DbSession
+from app.db.tables import QUOTE_STATUSES
+from app.errors import Conflict, InvalidInput
+from app.html import forms, htmx
+from app.html.forms import FieldErrors
+from app.quotes import desk
+from app.quotes.desk import LineInput, VatPolicy
+from app.staff import forms as staff_forms
+from app.staff.deps import Principal, StaffForm, actor
+from app.staff.views import page
+
+router = APIRouter(prefix="/staff/quotes", include_in_schema=False)
+LIST = "staff/quotes.html"
+DETAIL = "staff/quote.html"
+PRINT = "staff/quote_print.html"
+
+
+def vat_policy(request: Request) -> VatPolicy:
+    settings: Settings = request.app.state.settings
+    return VatPolicy(home_country=settings.vat_home_country, rates=settings.vat_rates)
+
+
+@router.get("", response_class=HTMLResponse)
+def quote_list(request: Request, session: DbSession, status: str = "") -> Response:
+    """All requests, newest first; ``?status=`` filters (the filter is an htmx swap too)."""
+    chosen = status if status in QUOTE_STATUSES else None
+    quotes = desk.list_quotes(session, status=chosen)
+    return page(request, LIST, {"quotes": quotes, "status": chosen or "",
+                                "statuses": QUOTE_STATUSES}, blocks=("quote_table",))
+
+
+def _detail(request: Request, session: DbSession, reference: str, *,
+            errors: FieldErrors | None = None, form: dict[str, str] | None = None,
+            conflict: bool = False, status: int = 200) -> Response:
+    quote = desk.get_quote(session, reference=reference, vat=vat_policy(request))
+    catalog = catalog_service.get_catalog(session)
+    return page(request, DETAIL, {
+        "quote": quote, "errors": (errors or FieldErrors()).messages, "form": form or {},
+        "conflict": conflict, "gpus": catalog.gpus, "systems": catalog.systems,
+    }, status_code=status)
+
+
+@router.get("/{reference}", response_class=HTMLResponse)
+def quote_detail(request: Request, session: DbSession, reference: str) -> Response:
+    """One request: contact, sizing snapshot, lines, totals, send."""
+    return _detail(request, session, reference)
+
+
+@router.get("/{reference}/print", response_class=HTMLResponse)
+def quote_print(request: Request, session: DbSession, reference: str) -> Response:
+    """The printable quote: lines, totals, sizing breakdown, terms."""
+    quote = desk.get_quote(session, reference=reference, vat=vat_policy(request))
+    return page(request, PRINT, {"quote": quote})
+
+
+def _line_input(data: dict[str, str], errors: FieldErrors) -> LineInput:
+    kind = forms.choice(data, "item_kind", errors, choices=desk.LINE_KINDS, default="other")
+    item = data.get("item_slug", "").strip()
+    if ":" in item:  # the add form's single select carries "gpu:slug" / "system:slug"
+        kind, _, item = item.partition(":")
+    return LineInput(
+        item_kind=kind, item_slug=item or None,
+        description=forms.text(data, "description", errors, max_length=200),
+        quantity=forms.integer(data, "quantity", errors, default=1, minimum=1,
+                               maximum=desk.MAX_QUANTITY),
+        unit_price_eur_net=staff_forms.decimal(data, "unit_price", errors),
+        discount_percent=staff_forms.decimal(data, "discount_percent", errors,
+                                             maximum=Decimal(100)) or Decimal(0),
+    )
+
+
+def _apply(request: Request, session: DbSession, reference: str, data: dict[str, str],
+           errors: FieldErrors, action: Callable[[], None], *, fallback: str) -> Response:
+    """Run a desk action; field errors re-render with 422, a stale form with 409."""
+    if not errors:
+        try:
+            action()
+        except Conflict:
+            session.rollback()
+            return _detail(request, session, reference, form=data, conflict=True, status=409)
+        except InvalidInput as exc:
+            session.rollback()
+            staff_forms.domain_field_error(exc, errors, fallback=fallback)
+    if errors:
+        return _detail(request, session, reference, errors=errors, form=data, status=422)
+    return htmx.redirect(request, f"/staff/quotes/{reference}")
+
+
+
+@router.post("/{reference}/lines")
+def add_line(request: Request, session: DbSession, principal: Principal, reference: str,
+             body: StaffForm) -> Response:
+    """Add a line; the unit price defaults to the catalog's."""
+    errors = FieldErrors()
+    line = _line_input(body.fields, errors)
+    return _apply(request, session, reference, body.fields, errors, lambda: desk.add_line(
+        session, actor=actor(principal), reference=reference,
+        version=staff_forms.version(body.fields), catalog=catalog_service.get_catalog(session),
+        line=line), fallback="item_kind")
+
+
+@router.post("/{reference}/lines/{line_id}")
+def update_line(request: Request, session: DbSession, principal: Principal, reference: str,
+                line_id: int, body: StaffForm) -> Response:
+    """Change a line's quantity, unit price, discount or description."""
+    errors = FieldErrors()
+    line = _line_input(body.fields, errors)
+    return _apply(request, session, reference, body.fields, errors, lambda: desk.update_line(
+        session, actor=actor(principal), reference=reference,
+        version=staff_forms.version(body.fields), line_id=line_id,
+        catalog=catalog_service.get_catalog(session), line=line), fallback="quantity")
+
+
+@router.post("/{reference}/lines/{line_id}/delete")
+def remove_line(request: Request, session: DbSession, principal: Principal, reference: str,
+                line_id: int, body: StaffForm) -> Response:
+    return _apply(request, session, reference, body.fields, FieldErrors(), lambda: (
+        desk.remove_line(session, actor=actor(principal), reference=reference,
+                         version=staff_forms.version(body.fields), line_id=line_id)),
+        fallback="lines")
+
+
+@router.post("/{reference}")
+def update_details(request: Request, session: DbSession, principal: Principal,
+                   reference: str, body: StaffForm) -> Response:
+    """Status, notes and validity date."""
+    errors = FieldErrors()
+    data = body.fields
+    status = forms.choice(data, "status", errors, choices=QUOTE_STATUSES, default="in_progress")
+    notes = forms.text(data, "staff_notes", errors, max_length=5000)
+    valid_until = staff_forms.day(data, "valid_until", errors)
+    return _apply(request, session, reference, data, errors, lambda: desk.update_details(
+        session, actor=actor(principal), reference=reference,
+        version=staff_forms.version(data), status=status, staff_notes=notes or None,
+        valid_until=valid_until), fallback="status")
+
+
+@router.post("/{reference}/send")
+def send_quote(request: Request, session: DbSession, principal: Principal, reference: str,
+               body: StaffForm) -> Response:
+    """Freeze and send: the customer's /q/ page shows the priced quote from now on."""
+    return _apply(request, session, reference, body.fields, FieldErrors(), lambda: desk.send(
+        session, actor=actor(principal), reference=reference,
+        version=staff_forms.version(body.fields), vat=vat_policy(request)), fallback="lines")

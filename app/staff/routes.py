@@ -1,0 +1,31 @@
+"""Every staff router, protected once: a live session for all but sign-in, CSRF on every
+unsafe request, and admin for the admin pages (ARCHITECTURE rule 5)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, FastAPI
+
+from app.accounts.staff import SignInThrottle
+from app.staff import admin as admin_pages
+from app.staff import auth, errors, quotes
+from app.staff.deps import check_csrf, require_admin
+
+
+def build_routers() -> tuple[APIRouter, APIRouter]:
+    """(public, protected): only the sign-in form is public."""
+    protected = APIRouter(dependencies=[Depends(check_csrf)])
+    protected.include_router(auth.router)
+    protected.include_router(quotes.router)
+    admin = APIRouter(dependencies=[Depends(require_admin)])
+    admin.include_router(admin_pages.router)
+    protected.include_router(admin)
+    return auth.public, protected
+
+
+def register(app: FastAPI) -> None:
+    """Add the staff desk to the app: routers and its two error answers."""
+    public, protected = build_routers()
+    app.include_router(public)
+    app.include_router(protected)
+    errors.register(app)
+    app.state.staff_throttle = SignInThrottle()

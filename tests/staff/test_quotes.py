@@ -1,0 +1,204 @@
+"""The quote desk: list, open, price with lines, conflicts, send, the customer's priced page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from decimal import Decimal
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select, text
+
+from app.db.session import SessionFactory
+from app.db.tables import AuditLog, QuoteLine, QuoteRequest
+from tests.staff.conftest import SALES, hidden, request_quote
+
+StaffClient = Callable[..., tuple[TestClient, str]]
+
+
+def _reference(factory: SessionFactory) -> str:
+    with factory() as session:
+        return str(session.scalars(select(QuoteRequest.reference)).one())
+
+
+def _price(factory: SessionFactory, slug: str, price: str) -> None:
+    with factory.begin() as session:
+        session.execute(text("UPDATE gpu_sku SET price_eur_net = :p WHERE slug = :s"),
+                        {"p": price, "s": slug})
+    from app.catalog import service
+
+    service.invalidate_cache()
+
+
+def _lines(factory: SessionFactory) -> list[tuple[str, int, Decimal, Decimal]]:
+    with factory() as session:
+        rows = session.scalars(select(QuoteLine).order_by(QuoteLine.position)).all()
+        return [(r.description, r.quantity, r.unit_price_eur_net, r.discount_percent)
+                for r in rows]
+
+
+def _open(client: TestClient, reference: str) -> tuple[str, str]:
+    page = client.get(f"/staff/quotes/{reference}")
+    assert page.status_code == 200
+    return page.text, hidden(page.text, "version")
+
+
+def test_list_shows_storefront_requests_and_filters_by_status(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, _ = staff_client(SALES)
+    request_quote(client, company="Babbage & Co")
+    reference = _reference(users)
+    page = client.get("/staff/quotes")
+    assert reference in page.text and "Babbage &amp; Co" in page.text and "Storefront" in page.text
+    assert reference in client.get("/staff/quotes?status=new").text
+    empty = client.get("/staff/quotes?status=sent", headers={"HX-Request": "true"})
+    assert reference not in empty.text and "No quote requests." in empty.text
+    assert "<html" not in empty.text  # the htmx answer is the table block only
+
+
+def test_quote_page_shows_the_sizing_snapshot_and_prefills_the_catalog_price(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    _price(users, "rtx-pro-6000", "8999.00")
+    client, _ = staff_client(SALES)
+    request_quote(client)
+    text_, _ = _open(client, _reference(users))
+    assert "Sizing snapshot" in text_ and "llama-3.1-8b" in text_
+    assert "36.9\u00a0GB" in text_  # total per GPU from the stored sizing
+    assert 'value="gpu:rtx-pro-6000" selected' in text_
+    assert 'id="f-unit_price" name="unit_price" inputmode="decimal" value="8999.00"' in text_
+
+
+def test_lines_totals_send_and_the_customers_priced_page(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    _price(users, "rtx-pro-6000", "8999.00")
+    client, token = staff_client(SALES)
+    q_path = request_quote(client)
+    reference = _reference(users)
+    _, version = _open(client, reference)
+    # catalog price when the field is empty
+    response = client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_slug": "gpu:rtx-pro-6000",
+        "quantity": "2", "unit_price": "", "discount_percent": "10"})
+    assert response.status_code == 303, response.text
+    page, version = _open(client, reference)
+    response = client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_slug": "other:",
+        "description": "Installation", "quantity": "1", "unit_price": "1.234,50",
+        "discount_percent": "0"})
+    assert response.status_code == 303
+    (card, installation) = _lines(users)
+    assert card[0].startswith("NVIDIA RTX PRO 6000")  # the catalog name
+    assert card[1:] == (2, Decimal("8999.00"), Decimal("10.00"))
+    assert installation == ("Installation", 1, Decimal("1234.50"), Decimal("0.00"))
+    page, version = _open(client, reference)
+    # 2 x 8999 x 0.9 = 16198.20; + 1234.50 = 17432.70; VAT 19 % (DE) = 3312.21
+    assert 'id="total-net">€17,432.70<' in page
+    assert 'id="total-vat">€3,312.21<' in page and 'id="total-gross">€20,744.91<' in page
+    assert "in_progress" in page
+    response = client.post(f"/staff/quotes/{reference}", data={
+        "csrf_token": token, "version": version, "status": "in_progress",
+        "staff_notes": "Delivery in two weeks.", "valid_until": "2099-01-31"})
+    assert response.status_code == 303
+    _, version = _open(client, reference)
+    assert client.post(f"/staff/quotes/{reference}/send",
+                       data={"csrf_token": token, "version": version}).status_code == 303
+    # the catalog price changes afterwards; the sent quote does not
+    _price(users, "rtx-pro-6000", "1.00")
+    customer = client.get(q_path).text
+    assert 'id="priced-quote"' in customer and "Delivery in two weeks." in customer
+    assert "€20,744.91" in customer and "2099-01-31" in customer
+    assert "Our general terms and conditions apply." in customer
+    printable = client.get(f"/staff/quotes/{reference}/print").text
+    assert "€20,744.91" in printable and "Sizing breakdown" in printable
+    assert "Terms" in printable
+    with users() as session:
+        row = session.scalars(select(QuoteRequest)).one()
+        assert row.status == "sent" and row.sent_at is not None
+        assert row.vat_rate_percent == Decimal("19.00")
+        actions = session.scalars(select(AuditLog.action).order_by(AuditLog.id)).all()
+        assert actions == ["add_line", "add_line", "update", "send"]
+    # frozen: no more lines
+    page, version = _open(client, reference)
+    assert 'id="add-line"' not in page and "Prices are frozen" in page
+    response = client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_slug": "other:",
+        "description": "More", "quantity": "1", "unit_price": "5"})
+    assert response.status_code == 409 and len(_lines(users)) == 2
+
+
+def test_bad_line_input_is_422_beside_the_field_and_writes_nothing(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, token = staff_client(SALES)
+    request_quote(client)
+    reference = _reference(users)
+    _, version = _open(client, reference)
+    cases = [
+        ({"unit_price": "-5", "item_slug": "other:", "description": "x"}, "unit_price",
+         "Must not be negative."),
+        ({"unit_price": "5", "item_slug": "other:", "description": ""}, "description",
+         "required"),
+        ({"unit_price": "", "item_slug": "gpu:rtx-pro-6000"}, "unit_price",
+         "no catalog price; enter one"),
+        ({"unit_price": "5", "item_slug": "other:", "description": "x", "quantity": "0"},
+         "quantity", "Enter a number from 1 to"),
+        ({"unit_price": "5", "item_slug": "other:", "description": "x",
+          "discount_percent": "120"}, "discount_percent", "Enter a number from 0 to 100"),
+    ]
+    for fields, field, message in cases:
+        response = client.post(f"/staff/quotes/{reference}/lines",
+                               data={"csrf_token": token, "version": version, "quantity": "1",
+                                     **fields})
+        assert response.status_code == 422, (fields, response.status_code)
+        assert re.search(rf'id="err-{field}" class="field-error">[^<]*{re.escape(message)}',
+                         response.text), (field, message)
+    assert _lines(users) == []
+    with users() as session:
+        assert session.scalar(select(func.count()).select_from(AuditLog)) == 0
+
+
+def test_stale_version_is_a_conflict_and_nothing_is_overwritten(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, token = staff_client(SALES)
+    request_quote(client)
+    reference = _reference(users)
+    _, version = _open(client, reference)
+    first = client.post(f"/staff/quotes/{reference}", data={
+        "csrf_token": token, "version": version, "status": "in_progress",
+        "staff_notes": "mine"})
+    assert first.status_code == 303
+    second = client.post(f"/staff/quotes/{reference}", data={
+        "csrf_token": token, "version": version, "status": "in_progress",
+        "staff_notes": "theirs"})
+    assert second.status_code == 409
+    assert "Someone else changed this quote" in second.text
+    with users() as session:
+        assert session.scalars(select(QuoteRequest.staff_notes)).one() == "mine"
+
+
+def test_reverse_charge_for_an_eu_business_with_a_vat_id(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, token = staff_client(SALES)
+    request_quote(client, country="AT", vat_id="ATU12345678")
+    reference = _reference(users)
+    _, version = _open(client, reference)
+    client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_slug": "other:",
+        "description": "Card", "quantity": "1", "unit_price": "100"})
+    page, _ = _open(client, reference)
+    assert "reverse charge" in page and 'id="total-gross">€100.00<' in page
+
+
+def test_sending_needs_a_line(staff_client: StaffClient, users: SessionFactory) -> None:
+    client, token = staff_client(SALES)
+    request_quote(client)
+    reference = _reference(users)
+    _, version = _open(client, reference)
+    response = client.post(f"/staff/quotes/{reference}/send",
+                           data={"csrf_token": token, "version": version})
+    assert response.status_code == 422 and "add at least one line" in response.text
