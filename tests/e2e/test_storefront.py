@@ -206,3 +206,19 @@ def test_search_as_you_type_filters_models_and_recalculates(walk: Any) -> None:
         "() => document.querySelector('.model-line').innerText.includes('Qwen3-32B')"
     )
     assert "model=qwen3-32b" in page.url
+
+
+def test_an_invalid_field_is_marked_for_screen_readers_and_cleared_when_fixed(walk: Any) -> None:
+    page = walk(locale="en-US").page
+    page.goto("/?model=llama-3.1-8b&method=lora")
+    page.evaluate("window.__noReload = true")
+    page.select_option("#f-model", "custom")
+    page.fill("#f-config", '{"model_type": "llama"')
+    page.wait_for_function("() => document.querySelector('#err-config').innerText.trim() !== ''")
+    page.wait_for_function(
+        "() => document.querySelector('#f-config').getAttribute('aria-invalid') === 'true'"
+    )
+    page.select_option("#f-model", "llama-3.1-8b")
+    page.wait_for_function("() => document.querySelector('#err-config').innerText.trim() === ''")
+    page.wait_for_function("() => !document.querySelector('#f-config').hasAttribute('aria-invalid')")
+    assert page.evaluate("window.__noReload") is True
