@@ -79,24 +79,29 @@ ENGINE_FIELDS: Final = {
 }
 
 
+# The form's defaults are the engine's own job defaults, so the page, the API and the CLI
+# start from the same job.
+DEFAULT_JOB: Final = Job()
+
+
 @dataclass
 class CalculatorInput:
     """What the customer asked, as the form shows it (valid or not)."""
 
     model: str = DEFAULT_MODEL
     config_text: str = ""
-    method: str = "lora"
-    optimizer: str = "adamw"
-    rank: int = 16
+    method: str = DEFAULT_JOB.method
+    optimizer: str = DEFAULT_JOB.optimizer
+    rank: int = DEFAULT_JOB.lora_rank
     targets: str = "all-linear"
     quant: str = ""
-    batch: int = 1
-    seq: int = 2048
-    ckpt: bool = False
-    attention: str = "flash"
-    gpus: int = 1
-    sharding: str = "none"
-    offload: str = "none"
+    batch: int = DEFAULT_JOB.batch_size
+    seq: int = DEFAULT_JOB.seq_len
+    ckpt: bool = DEFAULT_JOB.gradient_checkpointing
+    attention: str = DEFAULT_JOB.attention
+    gpus: int = DEFAULT_JOB.gpus
+    sharding: str = DEFAULT_JOB.sharding
+    offload: str = DEFAULT_JOB.offload
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
 
@@ -161,24 +166,25 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     if len(slug) > 100:
         errors.add("model", N_("No such model in our catalog."))
         slug = DEFAULT_MODEL
+    d = CalculatorInput()
     calc = CalculatorInput(
         model=slug,
-        method=forms.choice(data, "method", errors, choices=METHODS, default="lora"),
-        optimizer=forms.choice(data, "optimizer", errors, choices=OPTIMIZERS, default="adamw"),
-        rank=forms.integer(data, "rank", errors, default=16, minimum=1, maximum=MAX_RANK),
+        method=forms.choice(data, "method", errors, choices=METHODS, default=d.method),
+        optimizer=forms.choice(data, "optimizer", errors, choices=OPTIMIZERS, default=d.optimizer),
+        rank=forms.integer(data, "rank", errors, default=d.rank, minimum=1, maximum=MAX_RANK),
         targets=forms.choice(
             data, "targets", errors, choices=LORA_TARGET_PRESETS, default="all-linear"
         ),
         quant=forms.choice(data, "quant", errors, choices=("", *QUANTS), default=""),
-        batch=forms.integer(data, "batch", errors, default=1, minimum=1, maximum=MAX_BATCH),
-        seq=forms.integer(data, "seq", errors, default=2048, minimum=1, maximum=MAX_SEQ),
+        batch=forms.integer(data, "batch", errors, default=d.batch, minimum=1, maximum=MAX_BATCH),
+        seq=forms.integer(data, "seq", errors, default=d.seq, minimum=1, maximum=MAX_SEQ),
         ckpt=forms.flag(data, "ckpt"),
         attention=forms.choice(
-            data, "attention", errors, choices=ATTENTION_CHOICES, default="flash"
+            data, "attention", errors, choices=ATTENTION_CHOICES, default=d.attention
         ),
-        gpus=forms.integer(data, "gpus", errors, default=1, minimum=1, maximum=MAX_GPUS),
-        sharding=forms.choice(data, "sharding", errors, choices=SHARDINGS, default="none"),
-        offload=forms.choice(data, "offload", errors, choices=OFFLOADS, default="none"),
+        gpus=forms.integer(data, "gpus", errors, default=d.gpus, minimum=1, maximum=MAX_GPUS),
+        sharding=forms.choice(data, "sharding", errors, choices=SHARDINGS, default=d.sharding),
+        offload=forms.choice(data, "offload", errors, choices=OFFLOADS, default=d.offload),
         gpu=data.get("gpu", "").strip()[:64],
     )
     if calc.is_custom:
