@@ -150,3 +150,22 @@ def bump_revision(session: Session) -> None:
         .where(CatalogRevision.id == 1)
         .values(revision=CatalogRevision.revision + 1, token=uuid.uuid4().hex)
     )
+
+
+def gpu_row(session: Session, slug: str) -> GpuSku | None:
+    """One GPU row for a writer (staff edits), or None."""
+    return session.scalars(select(GpuSku).where(GpuSku.slug == slug)).one_or_none()
+
+
+def system_row(session: Session, slug: str) -> tuple[System, str] | None:
+    """One system row with its GPU's slug, or None."""
+    found = session.execute(
+        select(System, GpuSku.slug).join(GpuSku, System.gpu_sku_id == GpuSku.id)
+        .where(System.slug == slug)
+    ).one_or_none()
+    return None if found is None else (found[0], found[1])
+
+
+def model_row(session: Session, slug: str) -> ModelCard | None:
+    """One model card row for a writer, or None."""
+    return session.scalars(select(ModelCard).where(ModelCard.slug == slug)).one_or_none()

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from app.accounts.staff import SignInThrottle
 from app.staff import admin as admin_pages
-from app.staff import auth, errors, quotes
+from app.staff import auth, catalog, errors, models, quotes
 from app.staff.deps import check_csrf, require_admin
 
 
@@ -16,6 +16,8 @@ def build_routers() -> tuple[APIRouter, APIRouter]:
     protected = APIRouter(dependencies=[Depends(check_csrf)])
     protected.include_router(auth.router)
     protected.include_router(quotes.router)
+    protected.include_router(catalog.router)
+    protected.include_router(models.router)
     admin = APIRouter(dependencies=[Depends(require_admin)])
     admin.include_router(admin_pages.router)
     protected.include_router(admin)

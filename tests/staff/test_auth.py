@@ -181,3 +181,23 @@ def test_signed_in_staff_see_the_desk(
     assert "Ada Admin" in page.text and f'"X-CSRF-Token": "{token}"' in page.text
     assert page.headers["cache-control"] == "no-store"
     assert sign_in(make_client(), SALES)
+
+
+def test_htmx_sign_in_error_is_the_form_fragment(
+    make_client: Callable[..., TestClient], users: SessionFactory
+) -> None:
+    client = make_client()
+    token = hidden(client.get("/staff/sign-in").text, "csrf_token")
+    response = client.post("/staff/sign-in", headers={"HX-Request": "true"}, data={
+        "csrf_token": token, "email": ADMIN[0], "password": "wrong-wrong-wrong"})
+    assert response.status_code == 422
+    assert response.text.lstrip().startswith('<form id="sign-in"')
+    response = client.post("/staff/sign-in", headers={"HX-Request": "true"}, data={
+        "csrf_token": token, "email": ADMIN[0], "password": ADMIN[1]})
+    assert response.headers["HX-Redirect"] == "/staff/quotes"
+
+
+def test_german_desk(staff_client: Callable[..., tuple[TestClient, str]]) -> None:
+    client, _ = staff_client(SALES)
+    page = client.get("/staff/catalog/gpus", headers={"Accept-Language": "de"}).text
+    assert "Mitarbeiterbereich" in page and "Abmelden" in page

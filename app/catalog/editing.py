@@ -1,0 +1,252 @@
+"""Staff edits of the catalog: create, edit, archive/restore GPUs, systems and model cards.
+
+* Optimistic locking: every edit names the ``version`` its form was rendered from; a stale one
+  raises Conflict before anything is written (and SQLAlchemy's version check catches the
+  race between two flushes).
+* Every change writes an audit row (before/after) in the same transaction and bumps the
+  catalog revision, so every worker's cached catalog reloads.
+* Rows are never deleted: archiving sets ``active`` False (quotes and history keep pointing
+  at them).
+* Field problems raise ``InvalidInput("field: reason")``; services never commit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
+
+from app.accounts import audit
+from app.accounts.audit import Actor
+from app.catalog import repository
+from app.catalog import service as catalog_service
+from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS, GpuSku, ModelCard, System
+from app.engine.shapes import ShapeError, parse_config
+from app.errors import Conflict, InvalidInput, NotFound
+
+Kind = Literal["gpu", "system", "model"]
+SLUG = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
+MAX_PRICE = Decimal("9999999999.99")
+STALE = "version: changed by someone else since you opened it"
+
+GPU_FIELDS: tuple[str, ...] = (
+    "name", "architecture", "compute_capability", "memory_nominal_gb", "usable_bytes",
+    "usable_basis", "memory_type", "memory_bandwidth_gbps", "bf16_dense_tflops",
+    "fp8_dense_tflops", "fp4_dense_tflops", "interconnect", "interconnect_bandwidth_gbps",
+    "max_power_w", "form_factor", "mig_instances", "price_eur_net", "stock_status",
+    "product_url",
+)
+SYSTEM_FIELDS: tuple[str, ...] = (
+    "name", "kind", "gpu_slug", "gpu_count", "gpu_interconnect", "host_ram_gb",
+    "price_eur_net", "stock_status", "product_url",
+)
+MODEL_FIELDS: tuple[str, ...] = ("hf_id", "family", "license", "gated")
+REQUIRED_TEXT = {"name", "architecture", "compute_capability", "usable_basis", "memory_type",
+                 "interconnect", "form_factor", "gpu_interconnect", "hf_id", "family",
+                 "license"}
+POSITIVE = {"memory_nominal_gb", "usable_bytes", "memory_bandwidth_gbps", "gpu_count"}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def _state(row: GpuSku | System | ModelCard, fields: tuple[str, ...],
+           extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    state = {name: _plain(getattr(row, name)) for name in fields if hasattr(row, name)}
+    state.update({"active": row.active, "version": row.version, **(extra or {})})
+    return state
+
+
+def _check(kind: Kind, values: Mapping[str, Any]) -> None:
+    """Domain rules on submitted values (the form has parsed the types already)."""
+    for name in REQUIRED_TEXT:
+        if name in values and not str(values[name] or "").strip():
+            raise InvalidInput(f"{name}: required")
+    for name in POSITIVE:
+        if name in values and (values[name] is None or values[name] <= 0):
+            raise InvalidInput(f"{name}: must be greater than 0")
+    for name, value in values.items():
+        if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool) and value < 0:
+            raise InvalidInput(f"{name}: must not be negative")
+    price = values.get("price_eur_net")
+    if price is not None and price > MAX_PRICE:
+        raise InvalidInput("price_eur_net: too large")
+    if "stock_status" in values and values["stock_status"] not in STOCK_STATUSES:
+        raise InvalidInput("stock_status: choose one of the offered values")
+    if kind == "system" and "kind" in values and values["kind"] not in SYSTEM_KINDS:
+        raise InvalidInput("kind: choose one of the offered values")
+    url = values.get("product_url")
+    if url and not str(url).startswith(("https://", "http://")):
+        raise InvalidInput("product_url: must start with https://")
+
+
+def _check_slug(session: Session, kind: Kind, slug: str) -> None:
+    if not SLUG.match(slug):
+        raise InvalidInput("slug: lower-case letters, digits, dots and dashes only")
+    taken = {
+        "gpu": repository.gpu_row, "model": repository.model_row,
+        "system": repository.system_row,
+    }[kind](session, slug)
+    if taken is not None:
+        raise InvalidInput("slug: already taken")
+
+
+def _gpu_id(session: Session, gpu_slug: Any) -> int:
+    gpu = repository.gpu_row(session, str(gpu_slug or ""))
+    if gpu is None:
+        raise InvalidInput("gpu_slug: not in the catalog")
+    return gpu.id
+
+
+def _flush(session: Session) -> None:
+    try:
+        session.flush()
+    except StaleDataError as exc:
+        raise Conflict(STALE) from exc
+
+
+def _written(session: Session, *, actor: Actor, kind: Kind, slug: str, action: str,
+             before: dict[str, Any] | None, after: dict[str, Any]) -> None:
+    audit.record(session, actor=actor, entity=kind, entity_key=slug, action=action,
+                 before=before, after=after)
+    catalog_service.record_catalog_write(session)
+
+
+def create(session: Session, *, actor: Actor, kind: Literal["gpu", "system"], slug: str,
+           values: Mapping[str, Any]) -> None:
+    """A new GPU or system (model cards come from :func:`import_model`)."""
+    _check(kind, values)
+    _check_slug(session, kind, slug)
+    row: GpuSku | System
+    extra: dict[str, Any] = {}
+    if kind == "gpu":
+        row = GpuSku(slug=slug, sources=[], active=True,
+                     **{name: values.get(name) for name in GPU_FIELDS})
+        fields = GPU_FIELDS
+    else:
+        data = {name: values.get(name) for name in SYSTEM_FIELDS if name != "gpu_slug"}
+        row = System(slug=slug, active=True, gpu_sku_id=_gpu_id(session, values.get("gpu_slug")),
+                     **data)
+        fields, extra = SYSTEM_FIELDS, {"gpu_slug": values.get("gpu_slug")}
+    session.add(row)
+    _flush(session)
+    _written(session, actor=actor, kind=kind, slug=slug, action="create", before=None,
+             after=_state(row, fields, extra))
+
+
+def _load(session: Session, kind: Kind, slug: str) -> tuple[GpuSku | System | ModelCard,
+                                                             tuple[str, ...], dict[str, Any]]:
+    row: GpuSku | System | ModelCard | None
+    extra: dict[str, Any] = {}
+    if kind == "gpu":
+        row, fields = repository.gpu_row(session, slug), GPU_FIELDS
+    elif kind == "model":
+        row, fields = repository.model_row(session, slug), MODEL_FIELDS
+    else:
+        found = repository.system_row(session, slug)
+        row, fields = (found[0] if found else None), SYSTEM_FIELDS
+        if found:
+            extra = {"gpu_slug": found[1]}
+    if row is None:
+        raise NotFound(f"{kind}: {slug} not found")
+    return row, fields, extra
+
+
+def update(session: Session, *, actor: Actor, kind: Kind, slug: str, version: int,
+           values: Mapping[str, Any]) -> None:
+    """Change a row's editable fields; Conflict (nothing written) if ``version`` is stale."""
+    _check(kind, values)
+    row, fields, extra = _load(session, kind, slug)
+    if row.version != version:
+        raise Conflict(STALE)
+    before = _state(row, fields, extra)
+    for name in fields:
+        if name == "gpu_slug":
+            if name in values and values[name] != extra.get("gpu_slug"):
+                row.gpu_sku_id = _gpu_id(session, values[name])  # type: ignore[union-attr]
+                extra = {"gpu_slug": values[name]}
+        elif name in values:
+            setattr(row, name, values[name])
+    _flush(session)
+    after = _state(row, fields, extra)
+    if after == before:
+        return
+    _written(session, actor=actor, kind=kind, slug=slug, action="update", before=before,
+             after=after)
+
+
+def set_active(session: Session, *, actor: Actor, kind: Kind, slug: str, version: int,
+               active: bool) -> None:
+    """Archive (active False) or restore a row; customers no longer see archived ones."""
+    row, fields, extra = _load(session, kind, slug)
+    if row.version != version:
+        raise Conflict(STALE)
+    before = _state(row, fields, extra)
+    row.active = active
+    _flush(session)
+    _written(session, actor=actor, kind=kind, slug=slug,
+             action="restore" if active else "archive", before=before,
+             after=_state(row, fields, extra))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPreview:
+    """What the engine reads from a config.json: the counts shown before saving."""
+
+    model_type: str
+    params_total: int
+    params_active: int
+    params_linear: int
+    params_embedding: int
+    params_lm_head: int
+    params_norm: int
+    params_other: int
+    num_layers: int
+    hidden_size: int
+    max_positions: int | None
+    is_moe: bool
+
+
+def preview_model(*, config: Mapping[str, Any]) -> ModelPreview:
+    """Parse a config.json with the engine; InvalidInput("config: reason") if it can't."""
+    try:
+        shape = parse_config(config)
+    except ShapeError as exc:
+        raise InvalidInput(f"config: {exc}") from exc
+    return ModelPreview(
+        model_type=shape.model_type, params_total=shape.total_params,
+        params_active=shape.active_params, params_linear=shape.split.linear,
+        params_embedding=shape.split.embedding, params_lm_head=shape.split.lm_head,
+        params_norm=shape.split.norm, params_other=shape.split.other,
+        num_layers=shape.num_layers, hidden_size=shape.hidden_size,
+        max_positions=shape.max_positions, is_moe=shape.is_moe,
+    )
+
+
+def import_model(session: Session, *, actor: Actor, slug: str, config: Mapping[str, Any],
+                 values: Mapping[str, Any]) -> ModelPreview:
+    """A new model card from its config.json; the counts are the engine's."""
+    _check("model", values)
+    preview = preview_model(config=config)
+    _check_slug(session, "model", slug)
+    row = ModelCard(
+        slug=slug, config=dict(config), active=True,
+        params_total=preview.params_total, params_active=preview.params_active,
+        params_linear=preview.params_linear, params_embedding=preview.params_embedding,
+        params_lm_head=preview.params_lm_head, params_norm=preview.params_norm,
+        params_other=preview.params_other, max_positions=preview.max_positions,
+        **{name: values.get(name) for name in MODEL_FIELDS},
+    )
+    session.add(row)
+    _flush(session)
+    _written(session, actor=actor, kind="model", slug=slug, action="import", before=None,
+             after=_state(row, (*MODEL_FIELDS, "params_total", "params_active")))
+    return preview

@@ -1,0 +1,93 @@
+"""Model import: paste or upload a config.json, see the engine's counts, then save the card."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.catalog import editing
+from app.db.session import DbSession
+from app.errors import InvalidInput
+from app.html import htmx
+from app.html.forms import N_, FieldErrors
+from app.staff import catalog_forms
+from app.staff import forms as staff_forms
+from app.staff.deps import MAX_UPLOAD_BYTES, Principal, StaffForm, actor
+from app.staff.views import page
+
+router = APIRouter(prefix="/staff/models", include_in_schema=False)
+TEMPLATE = "staff/model_import.html"
+
+
+def _page(request: Request, data: Mapping[str, str], *, errors: FieldErrors | None = None,
+          preview: editing.ModelPreview | None = None, status: int = 200) -> Response:
+    return page(request, TEMPLATE, {
+        "values": dict(data), "fields": catalog_forms.MODEL, "preview": preview,
+        "errors": (errors or FieldErrors()).messages,
+    }, status_code=status)
+
+
+@router.get("/import", response_class=HTMLResponse)
+def import_form(request: Request) -> Response:
+    return _page(request, {"license": "apache-2.0"})
+
+
+def _config(data: Mapping[str, str], errors: FieldErrors) -> dict[str, Any] | None:
+    """The uploaded file wins over the pasted text; JSON objects only, at most 256 KB."""
+    text = data.get("config_file", "").strip() or data.get("config", "").strip()
+    if not text:
+        errors.add("config", N_("Paste a config.json or choose the file."))
+        return None
+    if len(text.encode("utf-8")) > MAX_UPLOAD_BYTES:
+        errors.add("config", N_("The config.json is larger than 256 KB."))
+        return None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        errors.add("config", N_("Not valid JSON (line %(line)s, column %(column)s)."),
+                   line=exc.lineno, column=exc.colno)
+        return None
+    if not isinstance(config, dict):
+        errors.add("config", N_("A config.json is a JSON object ({ ... })."))
+        return None
+    return config
+
+
+@router.post("/import", response_class=HTMLResponse)
+def import_model(request: Request, session: DbSession, principal: Principal,
+                 body: StaffForm) -> Response:
+    """``action=preview`` shows the engine's counts; ``action=save`` stores the card."""
+    data = dict(body.fields)
+    errors = FieldErrors()
+    if body.too_large:
+        errors.add("config", N_("The config.json is larger than 256 KB."))
+        return _page(request, data, errors=errors, status=422)
+    config = _config(data, errors)
+    if config is not None:  # keep what was uploaded in the text area for the next step
+        data["config"] = json.dumps(config, indent=2)
+    data.pop("config_file", None)
+    preview = None
+    if config is not None:
+        try:
+            preview = editing.preview_model(config=config)
+        except InvalidInput as exc:
+            staff_forms.domain_field_error(exc, errors, fallback="config")
+    if data.get("action") != "save" or errors:
+        return _page(request, data, errors=errors, preview=preview,
+                     status=422 if errors else 200)
+    slug = catalog_forms.parse(data, (catalog_forms.SLUG,), errors)["slug"]
+    values = catalog_forms.parse(data, catalog_forms.MODEL, errors)
+    if not errors and config is not None:
+        try:
+            editing.import_model(session, actor=actor(principal), slug=slug, config=config,
+                                 values=values)
+        except InvalidInput as exc:
+            session.rollback()
+            staff_forms.domain_field_error(exc, errors, fallback="config")
+    if errors:
+        return _page(request, data, errors=errors, preview=preview, status=422)
+    return htmx.redirect(request, f"/staff/catalog/models/{slug}?saved=1")
