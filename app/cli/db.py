@@ -8,12 +8,16 @@ exit code 2 instead of a traceback from deep inside Alembic.
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from app.catalog.seed import SeedError, seed_database
 from app.config import SEED_DIR, Settings, exit_on_configuration_error, load_settings_or_exit
-from app.db import migrate
+from app.db import backup, migrate
 from app.db.session import check_database, make_engine, make_session_factory
 
 
@@ -73,6 +77,56 @@ def _seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    settings = _ready_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.connect() as connection:
+            document = backup.export_database(connection)
+    except backup.BackupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    text = backup.dumps(document)
+    if args.out is None or str(args.out) == "-":
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text, encoding="utf-8")
+        rows = sum(len(rows) for rows in document["tables"].values())
+        print(f"exported {rows} rows at migration {document['migration']} to {args.out}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    settings = _ready_settings()
+    try:
+        raw = sys.stdin.read() if str(args.file) == "-" else args.file.read_text(encoding="utf-8")
+        document = json.loads(raw)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"error: {args.file}: not a readable JSON backup: {exc}", file=sys.stderr)
+        return 1
+    if not isinstance(document, dict):
+        print(f"error: {args.file}: not a backup document", file=sys.stderr)
+        return 1
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.begin() as connection:  # one transaction: all rows or none
+            counts = backup.import_database(connection, document, replace=args.replace)
+    except backup.BackupError as exc:
+        print(f"error: {exc}; nothing was written", file=sys.stderr)
+        return 1
+    except SQLAlchemyError as exc:
+        first = str(exc).strip().splitlines()[0]
+        print(f"error: the database refused the backup ({first}); nothing was written",
+              file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    print(f"imported {sum(counts.values())} rows into {len(counts)} tables")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the `db` command group to the `sizer` parser."""
     db = subparsers.add_parser("db", help="migrate and seed the catalog database")
@@ -92,3 +146,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     seed = commands.add_parser("seed", help="load the catalog seed files (idempotent)")
     seed.add_argument("--seed-dir", type=Path, default=SEED_DIR, help=argparse.SUPPRESS)
     seed.set_defaults(func=_seed)
+
+    export = commands.add_parser("export", help="write every row as one JSON backup document")
+    export.add_argument("--out", type=Path, default=None, help="file (default: standard output)")
+    export.set_defaults(func=_export)
+
+    restore = commands.add_parser(
+        "import", help="load a JSON backup into a database at the same migration"
+    )
+    restore.add_argument("file", type=Path, help="the backup file, or - for standard input")
+    restore.add_argument(
+        "--replace", action="store_true", help="delete every existing row first (same transaction)"
+    )
+    restore.set_defaults(func=_import)
