@@ -17,6 +17,9 @@ from fastapi.staticfiles import StaticFiles
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
 from app.html.middleware import WebMiddleware
+from app.ops import logs
+from app.ops import router as ops_router
+from app.ops.middleware import RequestContextMiddleware
 from app.staff import routes as staff_routes
 from app.web import calculator, health, pages, quotes
 from app.web import errors as web_errors
@@ -43,6 +46,7 @@ def create_app(settings: Settings) -> FastAPI:
     # never keeps the probes or the API from starting.
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.include_router(health.router)
+    app.include_router(ops_router.router)
     app.include_router(calculator.router)
     app.include_router(quotes.router)
     app.include_router(pages.router)
@@ -50,9 +54,14 @@ def create_app(settings: Settings) -> FastAPI:
     staff_routes.register(app)
     app.add_middleware(WebMiddleware, settings=settings)
     app.add_middleware(GZipMiddleware, minimum_size=1024)
+    app.add_middleware(RequestContextMiddleware)  # outermost: ids, timing, one log line
     return app
 
 
 def create_app_from_env() -> FastAPI:
-    """ASGI factory for uvicorn (``app.main:create_app_from_env``): settings from SIZER_*."""
+    """ASGI factory for uvicorn (``app.main:create_app_from_env``): settings from SIZER_*.
+
+    Each worker process configures its JSON logging here (spawned workers don't inherit the
+    parent's logging setup)."""
+    logs.configure()
     return create_app(load_settings_or_exit())
