@@ -9,20 +9,31 @@ string ``app.main:create_app_from_env``, which is what lets --workers > 1 work.
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from typing import Any
 
 import uvicorn
 
 from app.config import ROOT, exit_on_configuration_error, load_settings_or_exit
 from app.db.session import check_database
+from app.ops import logs
+from app.ops.metrics import MULTIPROC_ENV
 
 APP_FACTORY = "app.main:create_app_from_env"
+# On SIGTERM uvicorn stops accepting, lets requests in flight finish for up to this long,
+# then runs the lifespan shutdown (engine disposed). Docker's default stop timeout is 10 s.
+GRACEFUL_SHUTDOWN_S = 8
 
 
 def _serve(args: argparse.Namespace) -> int:
     settings = load_settings_or_exit()
     with exit_on_configuration_error():
         check_database(settings.database_url)
+    logs.configure()
+    if args.workers > 1 and not os.environ.get(MULTIPROC_ENV):
+        # Every worker writes its metric samples here; /metrics adds them up.
+        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="sizer-metrics-")
     uvicorn.run(
         APP_FACTORY,
         factory=True,
@@ -32,6 +43,9 @@ def _serve(args: argparse.Namespace) -> int:
         reload=args.reload,
         reload_dirs=_reload_dirs() if args.reload else None,
         proxy_headers=True,
+        log_config=None,  # keep our JSON logging (app/ops/logs.py)
+        access_log=False,  # the request middleware logs each request once, with its id
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
     return 0
 

@@ -14,6 +14,7 @@ from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, parse_config
 from app.engine import estimate as engine_estimate
 from app.errors import InvalidInput, NotFound
+from app.ops import metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +81,11 @@ def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
     shape, _ = resolve_shape(catalog, request)
     gpus = [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)]
     try:
-        return engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
+        result = engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
     except EngineError as error:
         raise InvalidInput(f"{error.field}: {error.reason}") from error
+    metrics.ESTIMATES.labels(request.job.method).inc()
+    return result
 
 
 @dataclass(frozen=True, slots=True)

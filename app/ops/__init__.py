@@ -1,0 +1,1 @@
+"""Operations: structured logs with a request id, Prometheus metrics, request timing."""

@@ -1,0 +1,82 @@
+"""Operations: every response carries a request id, each request is logged once as JSON with
+its route, and /metrics counts latency by route and estimates by method."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.ops import logs
+from app.ops.logs import JsonFormatter
+
+HEX_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def test_every_response_gets_a_request_id(client: TestClient) -> None:
+    assert HEX_ID.match(client.get("/healthz").headers["X-Request-ID"])
+
+
+def test_a_proxys_request_id_is_kept(client: TestClient) -> None:
+    response = client.get("/healthz", headers={"X-Request-ID": "lb-1234.abc"})
+    assert response.headers["X-Request-ID"] == "lb-1234.abc"
+
+
+@pytest.mark.parametrize(
+    "forged", ["a b", "x" * 101, "<script>", '"}{"level":"error'], ids=repr
+)
+def test_an_id_that_could_forge_a_log_line_is_replaced(client: TestClient, forged: str) -> None:
+    response = client.get("/healthz", headers={"X-Request-ID": forged})
+    assert HEX_ID.match(response.headers["X-Request-ID"])
+
+
+def test_each_request_is_logged_once_with_route_status_and_id(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="sizer.request"):
+        response = client.get("/q/" + "x" * 43)
+    records = [r for r in caplog.records if r.name == "sizer.request"]
+    assert len(records) == 1
+    record = records[0]
+    assert vars(record)["route"] == "/q/{token}"
+    assert vars(record)["status"] == response.status_code == 404
+    line = json.loads(JsonFormatter().format(record))
+    assert line["msg"] == "request" and line["route"] == "/q/{token}" and line["status"] == 404
+    assert set(line) >= {"ts", "level", "logger", "request_id", "ms", "method", "path"}
+
+
+def test_log_lines_carry_the_request_id_of_their_context() -> None:
+    token = logs.request_id.set("req-42")
+    try:
+        record = logging.makeLogRecord({"msg": "hello %s", "args": ("world",), "name": "t"})
+        line = json.loads(JsonFormatter().format(record))
+    finally:
+        logs.request_id.reset(token)
+    assert line["msg"] == "hello world" and line["request_id"] == "req-42"
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+        if all(found.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_metrics_count_estimates_by_method_and_latency_by_route(client: TestClient) -> None:
+    before = client.get("/metrics").text
+    client.get("/", params={"model": "llama-3.1-8b", "method": "qlora"})
+    after = client.get("/metrics")
+    assert after.headers["content-type"].startswith("text/plain")
+    assert _sample(after.text, "sizer_estimates_total", method="qlora") >= (
+        _sample(before, "sizer_estimates_total", method="qlora") + 1
+    )
+    assert _sample(
+        after.text, "sizer_http_request_duration_seconds_count", route="/", method="GET",
+        status="2xx",
+    ) >= 1
