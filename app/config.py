@@ -174,6 +174,10 @@ class Settings(BaseSettings):
     staff_session_hours: int = Field(
         default=12, ge=1, le=24 * 30, description="How long a staff sign-in lasts."
     )
+    api_rate_limit_per_minute: int = Field(
+        default=120, ge=1, le=1_000_000,
+        description="Partner API requests per key and minute, unless the key sets its own.",
+    )
 
     @field_validator("database_url")
     @classmethod

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 
+from app import api
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
 from app.html.middleware import WebMiddleware
@@ -45,12 +46,14 @@ def create_app(settings: Settings) -> FastAPI:
     # check_dir=False: a missing static/ then fails only static requests and
     # never keeps the probes or the API from starting.
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+    api.mount(app, settings)  # partner JSON API at /api/v1
     app.include_router(health.router)
     app.include_router(ops_router.router)
     app.include_router(calculator.router)
     app.include_router(quotes.router)
     app.include_router(pages.router)
     web_errors.register(app)
+    api.register_errors(app)  # problem+json for /api paths, HTML pages elsewhere
     staff_routes.register(app)
     app.add_middleware(WebMiddleware, settings=settings)
     app.add_middleware(GZipMiddleware, minimum_size=1024)

@@ -150,6 +150,8 @@ def session_factory(engine: Engine) -> Iterator[SessionFactory]:
     with engine.begin() as connection:
         for table in ("audit_log", "staff_session", "staff_user"):  # staff desk
             connection.execute(text(f"DELETE FROM {table}"))
+        for table in ("quote_line", "quote_request", "api_key", "partner"):  # partner API
+            connection.execute(text(f"DELETE FROM {table}"))
         for table in ("system", "gpu_sku", "model_card"):
             connection.execute(text(f"DELETE FROM {table}"))
         connection.execute(text("UPDATE catalog_revision SET revision = 0, token = 'initial'"))

@@ -20,13 +20,14 @@ class CliParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from app.cli import db, estimate, serve, user
+    from app.cli import apikey, db, estimate, serve, user
 
     parser = CliParser(prog="sizer", description="GPU Sizer: fine-tuning memory sizing.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=CliParser)
     serve.register(commands)
     db.register(commands)
     estimate.register(commands)
+    apikey.register(commands)
     user.register(commands)
     return parser
 

@@ -87,9 +87,11 @@ def snapshot(sizing: Sizing, item_fit: dict[str, Any], query: dict[str, str]) ->
 def create_request(
     session: Session, *, catalog: Catalog, estimate: EstimateRequest,
     calculator_query: dict[str, str], item_kind: ItemKind, item_slug: str, contact: Contact,
-    locale: str,
+    locale: str, partner_id: int | None = None, partner_reference: str | None = None,
 ) -> QuoteRequestRecord:
-    """Store a quote request with its sizing snapshot. Raises InvalidInput / NotFound."""
+    """Store a quote request with its sizing snapshot. Raises InvalidInput / NotFound.
+
+    ``partner_id`` marks a request a partner made through the API for its customer."""
     _check(contact)
     sizing = estimates_service.sizing(catalog, estimate)
     name, price, item_fit = _item(catalog, sizing, item_kind, item_slug)
@@ -102,6 +104,7 @@ def create_request(
         calculator_query=urlencode(calculator_query),
         engine_version=sizing.result.engine_version,
         sizing=snapshot(sizing, item_fit, calculator_query),
+        partner_id=partner_id, partner_reference=partner_reference,
     )
     return repository.add(session, row)
 

@@ -1,0 +1,58 @@
+"""Key authentication and rate limiting: one dependency that protects every data router.
+
+``Authorization: Bearer <key>``; a missing, malformed, unknown or revoked key is 401 with
+``WWW-Authenticate: Bearer``. A valid key is counted against its per-minute limit (the key's
+own ``rate_limit_per_minute`` or the ``SIZER_API_RATE_LIMIT_PER_MINUTE`` default); the
+RateLimit headers go on the response, and an exhausted limit is 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.accounts import api_keys
+from app.accounts.api_keys import ApiPrincipal
+from app.api.v1.problems import ApiProblem
+from app.api.v1.ratelimit import RateLimiter
+from app.config import Settings
+from app.db.session import DbSession
+
+bearer = HTTPBearer(
+    auto_error=False, scheme_name="ApiKey",
+    description="Your API key: `Authorization: Bearer gsz_...` (`sizer apikey create`).",
+)
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="gpu-sizer"'}
+INVALID = {"WWW-Authenticate": 'Bearer realm="gpu-sizer", error="invalid_token"'}
+
+
+def require_partner(
+    request: Request,
+    session: DbSession,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> ApiPrincipal:
+    """The principal of the request's key, counted against its rate limit."""
+    if credentials is None:
+        raise ApiProblem(401, "Send your API key as 'Authorization: Bearer <key>'.",
+                         headers=CHALLENGE)
+    principal = api_keys.authenticate(session, plaintext=credentials.credentials)
+    if principal is None:
+        raise ApiProblem(401, "The API key is unknown or revoked.", headers=INVALID)
+    settings: Settings = request.app.state.settings
+    limiter: RateLimiter = request.app.state.rate_limiter
+    limit = principal.rate_limit_per_minute or settings.api_rate_limit_per_minute
+    decision = limiter.hit(principal.key_prefix, limit=limit)
+    if not decision.allowed:
+        raise ApiProblem(
+            429, f"More than {limit} requests this minute; retry after "
+            f"{decision.reset_seconds} s.", headers=decision.headers(),
+        )
+    # Sent on every response of this request, errors included (RateLimitHeaders middleware).
+    request.state.ratelimit_headers = decision.headers()
+    return principal
+
+
+Partner = Annotated[ApiPrincipal, Depends(require_partner)]
+"""Use as ``partner: Partner`` in a route signature."""

@@ -1,0 +1,114 @@
+"""POST /estimates and POST /recommendations: the estimates service, as JSON.
+
+Both take the fields of ``sizer estimate``; the numbers are the storefront's and the CLI's
+(one service: :mod:`app.estimates.service`). ``engine_version`` is in every answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Request
+
+from app.api.v1 import schemas
+from app.api.v1.deps import require_partner
+from app.api.v1.mappers import recommendations_out
+from app.api.v1.problems import ApiProblem
+from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
+from app.catalog import service as catalog_service
+from app.db.session import DbSession
+from app.engine import Job
+from app.errors import InvalidInput
+from app.estimates import recommendations as recommendations_service
+from app.estimates import service as estimates_service
+from app.estimates.service import EstimateRequest
+
+router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
+                   responses={**AUTH_ERRORS, **INVALID, **NOT_FOUND})
+
+STOREFRONT_PRESETS = ("all-linear", "attention", "qv", "mlp")
+
+
+def _targets(value: str) -> str | tuple[str, ...]:
+    if "," in value:
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value.strip()
+
+
+def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> EstimateRequest:
+    """The API body as the estimates service's request (the CLI builds the same)."""
+    if body.inline_config is not None:
+        size = len(json.dumps(body.inline_config, ensure_ascii=False).encode("utf-8"))
+        if size > schemas.MAX_CONFIG_BYTES:
+            raise ApiProblem(413, "model_config: a config.json may be at most 256 KB.")
+    if (body.model is None) == (body.inline_config is None):
+        raise InvalidInput("model: give either model (a catalog slug) or model_config")
+    job = Job(
+        method=body.method, optimizer=body.optimizer, accounting=body.accounting,
+        lora_rank=body.lora_rank, lora_targets=_targets(body.lora_targets),
+        lora_dropout=body.lora_dropout, quant=body.quant, batch_size=body.batch_size,
+        seq_len=body.seq_len, gradient_checkpointing=body.gradient_checkpointing,
+        attention=body.attention, gpus=body.gpus, sharding=body.sharding, offload=body.offload,
+        loss_head="chunked" if body.chunked_loss else "standard",
+        fused_optimizer_step=body.fused_optimizer_step,
+        activation_offload=body.activation_offload,
+        gradient_accumulation=body.gradient_accumulation,
+    )
+    return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
+                           gpu_slugs=tuple(body.gpu), with_levers=with_levers)
+
+
+def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
+    """The calculator's parameters for this job, or None when the storefront cannot show it
+    (an inline config.json, or options only the API and CLI offer)."""
+    defaults = schemas.EstimateInput(model="x", method=body.method)
+    api_only = ("accounting", "lora_dropout", "chunked_loss", "fused_optimizer_step",
+                "activation_offload", "gradient_accumulation")
+    if body.model is None or any(getattr(body, f) != getattr(defaults, f) for f in api_only):
+        return None
+    if body.lora_targets not in STOREFRONT_PRESETS or body.attention not in ("flash", "eager"):
+        return None
+    if len(body.gpu) > 1:
+        return None
+    query: dict[str, str] = {"model": body.model, "method": body.method,
+                             "optimizer": body.optimizer, "batch": str(body.batch_size),
+                             "seq": str(body.seq_len)}
+    if body.method != "full":
+        query.update(rank=str(body.lora_rank), targets=body.lora_targets)
+    extra: dict[str, Any] = {
+        "quant": body.quant or "", "ckpt": "1" if body.gradient_checkpointing else "",
+        "attention": body.attention if body.attention != "flash" else "",
+        "gpus": str(body.gpus) if body.gpus != 1 else "",
+        "sharding": body.sharding if body.sharding != "none" else "",
+        "offload": body.offload if body.offload != "none" else "",
+        "gpu": body.gpu[0] if body.gpu else "",
+    }
+    query.update({k: v for k, v in extra.items() if v})
+    return query
+
+
+@router.post("/estimates", response_model=schemas.Estimate, summary="Estimate a job")
+def create_estimate(session: DbSession, body: schemas.EstimateInput) -> dict[str, object]:
+    """Memory per GPU for the job, and how it fits each card: the engine's document."""
+    catalog = catalog_service.get_catalog(session)
+    return estimates_service.estimate(catalog, to_request(body)).to_dict()
+
+
+@router.post("/recommendations", response_model=schemas.Recommendations,
+             summary="Cards and systems that fit")
+def recommend(request: Request, session: DbSession,
+              body: schemas.EstimateInput) -> schemas.Recommendations:
+    """Every card and system that holds the job, best first: fewest cards, then price (price
+    on request last), then the most free memory per card."""
+    catalog = catalog_service.get_catalog(session)
+    found = recommendations_service.recommend(catalog, to_request(body, with_levers=False))
+    query = storefront_query(body)
+    base = str(request.base_url).split("/api/v1")[0].rstrip("/")
+    urls: dict[str, str | None] = {}
+    for option in found.options:
+        item = f"{option.kind}:{option.slug}"
+        urls[item] = (f"{base}/quote?{urlencode({'item': item, **query})}"
+                      if query is not None else None)
+    return recommendations_out(found, urls)

@@ -1,0 +1,106 @@
+"""Internal records -> the public v1 models (presentation only; no arithmetic on bytes)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from app.api.v1 import schemas
+from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
+from app.estimates.recommendations import Recommendations
+from app.quotes.partner import PartnerQuoteRequest
+
+
+def money(value: Decimal | None) -> str | None:
+    return f"{value.quantize(Decimal('0.01'))}" if value is not None else None
+
+
+def gpu_out(gpu: GpuRecord) -> schemas.Gpu:
+    return schemas.Gpu(
+        slug=gpu.slug, name=gpu.name, architecture=gpu.architecture,
+        compute_capability=gpu.compute_capability, memory_nominal_gb=gpu.memory_nominal_gb,
+        usable_bytes=gpu.usable_bytes, usable_basis=gpu.usable_basis,
+        memory_type=gpu.memory_type, memory_bandwidth_gbps=gpu.memory_bandwidth_gbps,
+        bf16_dense_tflops=gpu.bf16_dense_tflops, fp8_dense_tflops=gpu.fp8_dense_tflops,
+        fp4_dense_tflops=gpu.fp4_dense_tflops, interconnect=gpu.interconnect,
+        interconnect_bandwidth_gbps=gpu.interconnect_bandwidth_gbps,
+        max_power_w=gpu.max_power_w, form_factor=gpu.form_factor,
+        mig_instances=gpu.mig_instances, price_eur_net=money(gpu.price_eur_net),
+        stock_status=gpu.stock_status,
+        product_url=gpu.product_url,
+    )
+
+
+def system_out(system: SystemRecord) -> schemas.System:
+    return schemas.System(
+        slug=system.slug, name=system.name, kind=system.kind,
+        gpu=system.gpu_slug, gpu_count=system.gpu_count,
+        gpu_interconnect=system.gpu_interconnect, host_ram_gb=system.host_ram_gb,
+        price_eur_net=money(system.price_eur_net),
+        stock_status=system.stock_status,
+        product_url=system.product_url,
+    )
+
+
+def model_out(model: ModelRecord) -> schemas.ModelSummary:
+    return schemas.ModelSummary(
+        slug=model.slug, hf_id=model.hf_id, family=model.family,
+        params=schemas.ModelParams(
+            total=model.params_total, active=model.params_active, linear=model.params_linear,
+            embedding=model.params_embedding, lm_head=model.params_lm_head,
+            norm=model.params_norm, other=model.params_other,
+        ),
+        max_positions=model.max_positions, license=model.license, gated=model.gated,
+    )
+
+
+def recommendations_out(found: Recommendations,
+                        quote_urls: dict[str, str | None]) -> schemas.Recommendations:
+    result = found.sizing.result
+    return schemas.Recommendations(
+        engine_version=result.engine_version, model_type=result.model_type,
+        total_bytes_per_gpu=result.per_gpu_bytes.total,
+        recommendations=[
+            schemas.Recommendation(
+                rank=rank, kind=o.kind, slug=o.slug, name=o.name, gpu=o.gpu, cards=o.cards,
+                quantity=o.quantity, sharding=o.sharding,
+                unit_price_eur_net=money(o.unit_price_eur_net),
+                price_eur_net=money(o.price_eur_net),
+                stock_status=o.stock_status,
+                total_bytes_per_gpu=o.total_bytes_per_gpu,
+                free_bytes_per_gpu=o.free_bytes_per_gpu, max_batch_size=o.max_batch_size,
+                quote_url=quote_urls.get(f"{o.kind}:{o.slug}"),
+            )
+            for rank, o in enumerate(found.options, start=1)
+        ],
+    )
+
+
+def quote_request_out(view: PartnerQuoteRequest) -> schemas.QuoteRequestOut:
+    lines = None
+    if view.lines is not None:
+        lines = [
+            schemas.QuoteLineOut(
+                position=line.position, item_kind=line.item_kind,
+                item_slug=line.item_slug, description=line.description,
+                quantity=line.quantity, unit_price_eur_net=money(line.unit_price_eur_net) or "",
+                discount_percent=f"{line.discount_percent.quantize(Decimal('0.01'))}",
+                net_eur=money(line.net_eur) or "",
+            )
+            for line in view.lines
+        ]
+    totals = None
+    if view.totals is not None:
+        t = view.totals
+        totals = schemas.QuoteTotals(
+            net_eur=money(t.net_eur) or "", vat_rate_percent=money(t.vat_rate_percent),
+            vat_eur=money(t.vat_eur), gross_eur=money(t.gross_eur),
+        )
+    return schemas.QuoteRequestOut(
+        id=view.reference, status=view.status,
+        created_at=view.created_at, updated_at=view.updated_at,
+        partner_reference=view.partner_reference,
+        item_kind=view.item_kind,
+        item_slug=view.item_slug, item_name=view.item_name, quantity=view.quantity,
+        company=view.company, country=view.country, engine_version=view.engine_version,
+        valid_until=view.valid_until, sent_at=view.sent_at, lines=lines, totals=totals,
+    )

@@ -1,0 +1,27 @@
+"""Documented error responses, shared by the routers (OpenAPI only; handlers in problems)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.v1.schemas import Problem
+
+PROBLEM_CONTENT: dict[str, Any] = {"application/problem+json": {}}
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"model": Problem, "description": description, "content": PROBLEM_CONTENT}
+
+
+AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: _problem("No key, or an unknown or revoked key (WWW-Authenticate: Bearer)."),
+    429: _problem("The key's per-minute limit is used up (Retry-After, RateLimit-*)."),
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _problem("No such slug or id.")}
+INVALID: dict[int | str, dict[str, Any]] = {
+    413: _problem("The body is over 300 KB, or model_config over 256 KB."),
+    422: _problem("Invalid input: one entry per invalid field in `errors`."),
+}
+BAD_PARAMETER: dict[int | str, dict[str, Any]] = {
+    422: _problem("An invalid query or path parameter: one entry per field in `errors`."),
+}

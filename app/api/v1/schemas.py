@@ -1,0 +1,402 @@
+"""The partner contract, v1: every request and response body of /api/v1 (Pydantic v2).
+
+This module is the public contract (ARCHITECTURE rule 9). It is pinned by
+``tests/api/v1/openapi.snapshot.json``: changing a field here fails that test until the
+snapshot is regenerated on purpose. Internal records (catalog, estimates, quotes) may change
+freely; the routers map them onto these models.
+
+Conventions: sizes are bytes (integers, ``*_bytes``); money is a decimal string in EUR, net
+of VAT, with two places (``"8990.00"``), or null for "price on request".
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from app.engine.activations import Attention
+from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
+
+MAX_CONFIG_BYTES = 256 * 1024
+"""An inline config.json may be at most 256 KB (as on the storefront); larger is 413."""
+MAX_JSON_INT = 2**53
+"""Numbers inside an inline config.json are kept within what JSON parsers hold exactly."""
+
+Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+Money = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]{2}$", examples=["8990.00"])]
+StockStatus = Literal["in_stock", "on_order", "on_request"]
+Text200 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+# --- problems ------------------------------------------------------------------------------
+
+
+class ProblemField(_Out):
+    """One invalid input: where it is and what is wrong with it."""
+
+    location: str = Field(examples=["body.batch_size"])
+    reason: str = Field(examples=["Input should be less than or equal to 4096"])
+
+
+class Problem(_Out):
+    """RFC 9457 problem details (``application/problem+json``)."""
+
+    type: str = Field(examples=["/api/v1/docs#problem-invalid-input"])
+    title: str = Field(examples=["Invalid input"])
+    status: int = Field(examples=[422])
+    detail: str = Field(examples=["1 field is invalid"])
+    code: str = Field(
+        description="Stable machine-readable name of the problem.", examples=["invalid_input"]
+    )
+    errors: list[ProblemField] | None = Field(
+        default=None, description="One entry per invalid field (422 only)."
+    )
+
+
+# --- catalog -------------------------------------------------------------------------------
+
+
+class Gpu(_Out):
+    """A card the shop sells."""
+
+    slug: str = Field(examples=["rtx-pro-6000"])
+    name: str = Field(examples=["NVIDIA RTX PRO 6000 Blackwell"])
+    architecture: str
+    compute_capability: str = Field(examples=["12.0"])
+    memory_nominal_gb: int = Field(examples=[96])
+    usable_bytes: int = Field(description="Memory a training process can use.")
+    usable_basis: str
+    memory_type: str
+    memory_bandwidth_gbps: float = Field(description="GB/s")
+    bf16_dense_tflops: float | None
+    fp8_dense_tflops: float | None
+    fp4_dense_tflops: float | None
+    interconnect: str = Field(examples=["pcie"])
+    interconnect_bandwidth_gbps: float | None
+    max_power_w: int | None
+    form_factor: str
+    mig_instances: int | None
+    price_eur_net: Money | None
+    stock_status: StockStatus
+    product_url: str | None
+
+
+class System(_Out):
+    """A configured workstation, server or appliance: ``gpu_count`` x ``gpu``."""
+
+    slug: str = Field(examples=["ws-4x-rtx-pro-6000"])
+    name: str
+    kind: Literal["workstation", "server", "appliance"]
+    gpu: str = Field(description="Slug of the card inside.", examples=["rtx-pro-6000"])
+    gpu_count: int = Field(examples=[4])
+    gpu_interconnect: str
+    host_ram_gb: int | None
+    price_eur_net: Money | None
+    stock_status: StockStatus
+    product_url: str | None
+
+
+class ModelParams(_Out):
+    total: int
+    active: int
+    linear: int
+    embedding: int
+    lm_head: int
+    norm: int
+    other: int
+
+
+class ModelSummary(_Out):
+    """A catalog model (its parameter split is the engine's, exact to the parameter)."""
+
+    slug: str = Field(examples=["llama-3.1-8b"])
+    hf_id: str = Field(examples=["meta-llama/Llama-3.1-8B"])
+    family: str = Field(examples=["llama"])
+    params: ModelParams
+    max_positions: int | None
+    license: str
+    gated: bool
+
+
+class ModelDetail(ModelSummary):
+    """A catalog model with its Hugging Face config.json."""
+
+    config: dict[str, Any]
+
+
+class GpuList(_Out):
+    items: list[Gpu]
+
+
+class SystemList(_Out):
+    items: list[System]
+
+
+class ModelPage(_Out):
+    """One page of models, ordered by slug. Pass ``next_cursor`` as ``cursor`` for the next."""
+
+    items: list[ModelSummary]
+    next_cursor: str | None = Field(description="Null on the last page.")
+
+
+# --- estimates -----------------------------------------------------------------------------
+
+
+def _check_json_numbers(value: Any, depth: int = 0) -> None:
+    if depth > 32:
+        raise ValueError("nested more than 32 levels deep")
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("numbers must be finite (no NaN or Infinity)")
+    elif isinstance(value, int):
+        if abs(value) > MAX_JSON_INT:
+            raise ValueError(f"integers must be within +-2**53 (got {len(str(value))} digits)")
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_json_numbers(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json_numbers(item, depth + 1)
+
+
+class EstimateInput(BaseModel):
+    """A fine-tuning job: the fields of ``sizer estimate``. Give ``model`` or ``model_config``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [
+            {"model": "llama-3.1-8b", "method": "lora", "batch_size": 4, "seq_len": 2048},
+            {"model": "qwen3-32b", "method": "qlora", "gpu": ["rtx-pro-4500"]},
+        ]},
+    )
+
+    model: Slug | None = Field(default=None, description="A catalog model's slug.")
+    inline_config: dict[str, Any] | None = Field(
+        default=None, alias="model_config",
+        description="A Hugging Face config.json object (at most 256 KB), instead of `model`.",
+    )
+    method: Method = Field(description="full, lora or qlora.")
+    optimizer: Optimizer = "adamw"
+    accounting: Accounting = Field(
+        default="zero", description="zero: 16 bytes/param (ZeRO paper); hf: 18 (Hugging Face)."
+    )
+    lora_rank: int = Field(default=16, ge=1, le=4096)
+    lora_targets: str = Field(
+        default="all-linear", min_length=1, max_length=500,
+        description="all-linear, attention, qv, mlp, or module names separated by commas.",
+    )
+    lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False)
+    quant: Quant | None = Field(default=None, description="QLoRA only; default nf4-dq.")
+    batch_size: int = Field(default=1, ge=1, le=4096, description="Micro-batch per GPU.")
+    seq_len: int = Field(default=2048, ge=1, le=1 << 20, description="Tokens per sequence.")
+    gradient_checkpointing: bool = False
+    attention: Attention = "flash"
+    gpus: int = Field(default=1, ge=1, le=1024)
+    sharding: Sharding = "none"
+    offload: Offload = "none"
+    chunked_loss: bool = Field(default=False, description="A chunked or fused cross-entropy.")
+    fused_optimizer_step: bool = False
+    activation_offload: bool = False
+    gradient_accumulation: int = Field(default=1, ge=1, le=65536)
+    gpu: list[Slug] = Field(
+        default_factory=list, max_length=64,
+        description="Hold the job against these cards only; default every card.",
+    )
+
+    @field_validator("inline_config")
+    @classmethod
+    def _finite(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            _check_json_numbers(value)
+        return value
+
+
+class ParamCounts(_Out):
+    total: int
+    trainable: int
+    linear: int
+    other: int
+    active: int
+
+
+class Breakdown(_Out):
+    """Bytes per GPU at the peak of the training step, by kind."""
+
+    weights: int
+    adapter: int
+    gradients: int
+    optimizer: int
+    activations: int
+    overhead: int
+    total: int
+
+
+class CardFit(_Out):
+    """The job held against one card."""
+
+    gpu: str
+    name: str
+    usable_bytes: int
+    total_bytes: int
+    free_bytes: int = Field(description="Negative when it does not fit.")
+    fits: bool
+    max_batch_size: int = Field(description="Largest micro-batch that fits (0: none).")
+    max_seq_len: int
+    fewest_cards_zero3: int | None
+    formats: list[str]
+    warnings: list[str]
+
+
+class Lever(_Out):
+    """The cheapest change that makes the job fit a card, and its price in speed."""
+
+    gpu: str
+    lever: str
+    change: dict[str, Any]
+    total_bytes: int
+    free_bytes: int
+    speed: str
+
+
+class Estimate(_Out):
+    """The engine's document, exactly as ``sizer estimate --format json`` prints it."""
+
+    engine_version: str = Field(examples=["1.0.0"])
+    model_type: str = Field(examples=["llama"])
+    params: ParamCounts
+    per_gpu_bytes: Breakdown
+    model_states_bytes: int
+    model_states_by_accounting: dict[str, int]
+    peak_phase: str
+    peak_live_bytes: int
+    phases: dict[str, int]
+    fits: list[CardFit]
+    levers: list[Lever]
+    assumptions: list[str]
+    warnings: list[str]
+
+
+class Recommendation(_Out):
+    """A way to buy the job that fits."""
+
+    rank: int = Field(examples=[1])
+    kind: Literal["gpu", "system"]
+    slug: str
+    name: str
+    gpu: str = Field(description="The card's slug.")
+    cards: int = Field(description="How many cards the job runs on.")
+    quantity: int = Field(description="What to order: cards for kind gpu, 1 for a system.")
+    sharding: str
+    unit_price_eur_net: Money | None
+    price_eur_net: Money | None = Field(description="quantity x unit price; null: on request.")
+    stock_status: StockStatus
+    total_bytes_per_gpu: int
+    free_bytes_per_gpu: int
+    max_batch_size: int
+    quote_url: str | None = Field(
+        description="The storefront's quote form for this item and job; null for an inline "
+        "config.json or options the storefront does not offer (use POST /quote-requests)."
+    )
+
+
+class Recommendations(_Out):
+    """Cards and systems that fit, best first: fewest cards, then price, then headroom."""
+
+    engine_version: str = Field(examples=["1.0.0"])
+    model_type: str
+    total_bytes_per_gpu: int = Field(description="The job as asked, per GPU.")
+    recommendations: list[Recommendation]
+
+
+# --- quote requests ------------------------------------------------------------------------
+
+
+class ContactIn(BaseModel):
+    """The partner's customer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Text200
+    company: Text200
+    email: Annotated[str, StringConstraints(
+        strip_whitespace=True, max_length=254, pattern=r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$"
+    )] = Field(examples=["buyer@example.com"])
+    country: Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")] = Field(
+        description="ISO 3166-1 alpha-2.", examples=["DE"]
+    )
+    vat_id: Annotated[str, StringConstraints(strip_whitespace=True, max_length=32)] | None = None
+    message: Annotated[str, StringConstraints(max_length=4000)] | None = None
+
+
+class QuoteRequestIn(BaseModel):
+    """Ask the shop for a quote on one card or system for the partner's customer."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{
+            "item_kind": "gpu", "item_slug": "rtx-pro-6000", "quantity": 2,
+            "estimate": {"model": "llama-3.1-8b", "method": "lora"},
+            "contact": {"name": "Ada Buyer", "company": "Example GmbH",
+                        "email": "ada@example.com", "country": "DE"},
+            "partner_reference": "ACME-4711",
+        }]},
+    )
+
+    item_kind: Literal["gpu", "system"]
+    item_slug: Slug
+    quantity: int = Field(default=1, ge=1, le=1000)
+    estimate: EstimateInput = Field(description="The job the quote is for (its sizing is kept).")
+    contact: ContactIn
+    partner_reference: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)
+    ] | None = Field(default=None, description="Your own reference for this request.")
+    locale: Literal["de", "en"] = "en"
+
+
+class QuoteLineOut(_Out):
+    position: int
+    item_kind: Literal["gpu", "system", "other"]
+    item_slug: str | None
+    description: str
+    quantity: int
+    unit_price_eur_net: Money
+    discount_percent: str = Field(examples=["5.00"])
+    net_eur: Money = Field(description="quantity x unit price less the discount, in cents.")
+
+
+class QuoteTotals(_Out):
+    net_eur: Money
+    vat_rate_percent: str | None = Field(description="Set when the quote was sent.")
+    vat_eur: Money | None
+    gross_eur: Money | None
+
+
+class QuoteRequestOut(_Out):
+    """A quote request and, once the shop sent the quote, its priced lines."""
+
+    id: str = Field(description="The reference; use it in GET /quote-requests/{id}.",
+                    examples=["Q-7KX2M9PA"])
+    status: Literal["new", "in_progress", "sent", "accepted", "expired"]
+    created_at: datetime
+    updated_at: datetime
+    partner_reference: str | None
+    item_kind: Literal["gpu", "system"]
+    item_slug: str
+    item_name: str
+    quantity: int
+    company: str
+    country: str
+    engine_version: str
+    valid_until: date | None
+    sent_at: datetime | None
+    lines: list[QuoteLineOut] | None = Field(description="Null until the quote is sent.")
+    totals: QuoteTotals | None

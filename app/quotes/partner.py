@@ -1,0 +1,144 @@
+"""Quote requests as a partner sees them: its own only, with the priced lines once sent.
+
+Requests are the storefront's records (:func:`app.quotes.service.create_request`) marked with
+the partner; partners name them by ``reference`` (``Q-XXXXXXXX``), never by the customer's
+page token. Another partner's reference is NotFound, exactly like one that does not exist.
+Services never commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import ROUND_HALF_UP, Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.catalog.schemas import Catalog
+from app.db.tables import QuoteLine, QuoteRequest
+from app.errors import NotFound
+from app.estimates.service import EstimateRequest
+from app.quotes import service
+from app.quotes.schemas import Contact, ItemKind
+
+PRICED_STATUSES: tuple[str, ...] = ("sent", "accepted", "expired")
+"""Lines are shown once the quote was sent; before that they are staff's draft."""
+CENT = Decimal("0.01")
+HUNDRED = Decimal(100)
+
+
+@dataclass(frozen=True, slots=True)
+class PartnerLine:
+    position: int
+    item_kind: str
+    item_slug: str | None
+    description: str
+    quantity: int
+    unit_price_eur_net: Decimal
+    discount_percent: Decimal
+    net_eur: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class PartnerTotals:
+    net_eur: Decimal
+    vat_rate_percent: Decimal | None
+    vat_eur: Decimal | None
+    gross_eur: Decimal | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartnerQuoteRequest:
+    reference: str
+    status: str
+    created_at: datetime
+    updated_at: datetime
+    partner_reference: str | None
+    item_kind: str
+    item_slug: str
+    item_name: str
+    quantity: int
+    company: str
+    country: str
+    engine_version: str
+    valid_until: date | None
+    sent_at: datetime | None
+    lines: tuple[PartnerLine, ...] | None
+    totals: PartnerTotals | None
+
+
+def money(value: Decimal) -> Decimal:
+    """Round to cents, half up (as invoices do)."""
+    return value.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def line_net(line: QuoteLine) -> Decimal:
+    """quantity x unit price, less the line's discount, in cents."""
+    discount = line.discount_percent or Decimal(0)
+    return money(line.unit_price_eur_net * line.quantity * (HUNDRED - discount) / HUNDRED)
+
+
+def _aware(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def _view(row: QuoteRequest, lines: list[QuoteLine]) -> PartnerQuoteRequest:
+    shown: tuple[PartnerLine, ...] | None = None
+    totals: PartnerTotals | None = None
+    if row.status in PRICED_STATUSES:
+        shown = tuple(
+            PartnerLine(
+                position=line.position, item_kind=line.item_kind, item_slug=line.item_slug,
+                description=line.description, quantity=line.quantity,
+                unit_price_eur_net=money(line.unit_price_eur_net),
+                discount_percent=line.discount_percent or Decimal(0), net_eur=line_net(line),
+            )
+            for line in lines
+        )
+        net = money(sum((line.net_eur for line in shown), Decimal(0)))
+        rate = row.vat_rate_percent
+        vat = money(net * rate / HUNDRED) if rate is not None else None
+        totals = PartnerTotals(
+            net_eur=net, vat_rate_percent=rate, vat_eur=vat,
+            gross_eur=net + vat if vat is not None else None,
+        )
+    return PartnerQuoteRequest(
+        reference=row.reference, status=row.status, created_at=_aware(row.created_at),
+        updated_at=_aware(row.updated_at), partner_reference=row.partner_reference,
+        item_kind=row.item_kind, item_slug=row.item_slug, item_name=row.item_name,
+        quantity=row.quantity, company=row.company, country=row.country,
+        engine_version=row.engine_version, valid_until=row.valid_until,
+        sent_at=_aware(row.sent_at) if row.sent_at is not None else None,
+        lines=shown, totals=totals,
+    )
+
+
+def get_request(session: Session, *, partner_id: int, reference: str) -> PartnerQuoteRequest:
+    """The partner's request with this reference; NotFound for any other (or none)."""
+    row = session.scalars(
+        select(QuoteRequest).where(
+            QuoteRequest.reference == reference[:16], QuoteRequest.partner_id == partner_id
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"quote request: no request {reference[:16]!r} of yours")
+    lines = list(session.scalars(
+        select(QuoteLine).where(QuoteLine.quote_request_id == row.id)
+        .order_by(QuoteLine.position, QuoteLine.id)
+    ))
+    return _view(row, lines)
+
+
+def create_request(
+    session: Session, *, partner_id: int, partner_reference: str | None, catalog: Catalog,
+    estimate: EstimateRequest, calculator_query: dict[str, str], item_kind: ItemKind,
+    item_slug: str, contact: Contact, locale: str,
+) -> PartnerQuoteRequest:
+    """Store the storefront's record, marked with the partner; then its partner view."""
+    record = service.create_request(
+        session, catalog=catalog, estimate=estimate, calculator_query=calculator_query,
+        item_kind=item_kind, item_slug=item_slug, contact=contact, locale=locale,
+        partner_id=partner_id, partner_reference=partner_reference,
+    )
+    return get_request(session, partner_id=partner_id, reference=record.reference)

@@ -1,0 +1,175 @@
+"""POST /estimates and /recommendations: the engine's numbers, engine_version, bad input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.catalog.seed import load_seed_catalog
+from app.engine import ENGINE_VERSION
+from app.estimates.recommendations import rank_key
+from tests.api.v1.conftest import assert_problem
+
+SEED = load_seed_catalog()
+
+
+def test_an_estimate_is_the_engine_s_document(client: TestClient, auth: dict[str, str]) -> None:
+    doc = client.post("/api/v1/estimates", headers=auth, json={
+        "model": "llama-3.1-8b", "method": "lora", "batch_size": 4, "seq_len": 1024,
+    }).json()
+    assert doc["engine_version"] == ENGINE_VERSION
+    assert doc["params"]["total"] == 8030261248
+    assert {fit["gpu"] for fit in doc["fits"]} == {gpu.slug for gpu in SEED.gpus}
+
+
+def test_an_inline_config_and_a_card_subset(client: TestClient, auth: dict[str, str]) -> None:
+    config = dict(SEED.model("qwen3-8b").config)
+    doc = client.post("/api/v1/estimates", headers=auth, json={
+        "model_config": config, "method": "qlora", "gpu": ["rtx-pro-4500"],
+        "lora_targets": "q_proj,v_proj", "chunked_loss": True,
+    }).json()
+    assert doc["model_type"] == "qwen3"
+    assert [fit["gpu"] for fit in doc["fits"]] == ["rtx-pro-4500"]
+
+
+def test_recommendations_fit_are_ranked_and_carry_quote_urls(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    doc = client.post("/api/v1/recommendations", headers=auth, json={
+        "model": "qwen3-8b", "method": "lora", "batch_size": 2, "seq_len": 1024,
+    }).json()
+    assert doc["engine_version"] == ENGINE_VERSION
+    recs = doc["recommendations"]
+    assert recs and [r["rank"] for r in recs] == list(range(1, len(recs) + 1))
+    assert all(r["free_bytes_per_gpu"] >= 0 and r["max_batch_size"] >= 2 for r in recs)
+    keys = [(r["cards"], r["price_eur_net"] is None,
+             float(r["price_eur_net"] or 0), -r["free_bytes_per_gpu"]) for r in recs]
+    assert keys == sorted(keys)
+    assert {r["kind"] for r in recs} == {"gpu", "system"}
+    first = recs[0]
+    assert first["quote_url"].startswith("http://testserver/quote?item=")
+    assert "model=qwen3-8b" in first["quote_url"]
+
+
+def test_recommendations_for_an_inline_config_have_no_storefront_link(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    recs = client.post("/api/v1/recommendations", headers=auth, json={
+        "model_config": dict(SEED.model("qwen3-0.6b").config), "method": "lora",
+    }).json()["recommendations"]
+    assert recs and all(r["quote_url"] is None for r in recs)
+
+
+def test_nothing_fits_is_an_empty_list(client: TestClient, auth: dict[str, str]) -> None:
+    doc = client.post("/api/v1/recommendations", headers=auth, json={
+        "model": "llama-3.1-405b", "method": "full", "seq_len": 131072, "batch_size": 64,
+    }).json()
+    assert doc["recommendations"] == []
+
+
+def test_rank_key_puts_price_on_request_last() -> None:
+    from decimal import Decimal
+
+    from app.estimates.recommendations import Option
+
+    def option(slug: str, cards: int, price: str | None, free: int) -> Option:
+        value = Decimal(price) if price else None
+        return Option("gpu", slug, slug, slug, cards, cards, "none", value, value,
+                      "in_stock", 1, free, 1)
+
+    ranked = sorted([option("a", 2, "1.00", 9), option("b", 1, None, 9),
+                     option("c", 1, "5.00", 1), option("d", 1, "5.00", 7)], key=rank_key)
+    assert [o.slug for o in ranked] == ["d", "c", "b", "a"]
+
+
+ERRORS: list[tuple[Any, set[str]]] = [
+    ({"model": "llama-3.1-8b"}, {"body.method"}),
+    ({"model": "llama-3.1-8b", "method": "dpo"}, {"body.method"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "batch_size": 0, "seq_len": "long"},
+     {"body.batch_size", "body.seq_len"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "batch_size": 10**30}, {"body.batch_size"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "lora_dropout": 1.5}, {"body.lora_dropout"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "surprise": 1}, {"body.surprise"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "gpu": "h200-nvl"}, {"body.gpu"}),
+    ({"model": ["x"], "method": "lora"}, {"body.model"}),
+    ({"model_config": {"model_type": "llama", "hidden_size": 10**40}, "method": "lora"},
+     {"body.model_config"}),
+    ({"model_config": "config.json", "method": "lora"}, {"body.model_config"}),
+    ([1, 2], {"body"}),
+    ({"method": "lora"}, {"body.model"}),
+    ({"model": "llama-3.1-8b", "model_config": {}, "method": "lora"}, {"body.model"}),
+    ({"model_config": {"model_type": "llama"}, "method": "lora"}, {"body.model_config.*"}),
+    ({"model": "llama-3.1-8b", "method": "full", "quant": "nf4"}, {"body.quant"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "seq_len": 1 << 20}, {"body.seq_len"}),
+]
+
+
+@pytest.mark.parametrize(("path"), ["/api/v1/estimates", "/api/v1/recommendations"])
+@pytest.mark.parametrize(("body", "locations"), ERRORS)
+def test_bad_input_is_422_with_one_entry_per_invalid_field(
+    client: TestClient, auth: dict[str, str], path: str, body: Any, locations: set[str]
+) -> None:
+    problem = assert_problem(client.post(path, headers=auth, json=body), 422, "invalid_input")
+    found = [error["location"] for error in problem["errors"]]
+    assert len(found) == len(set(found)) == len(locations)
+    for expected in locations:
+        if expected.endswith(".*"):
+            assert any(f.startswith(expected[:-1]) for f in found), found
+        else:
+            assert expected in found, found
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"model": "llama-3.1-8b", "method": "lora", "lora_dropout": NaN}',
+    b'{"model": "llama-3.1-8b", "method": "lora", "lora_dropout": Infinity}',
+    b'{"model_config": {"model_type": "llama", "rope_theta": NaN}, "method": "lora"}',
+    b'{"model": "llama-3.1-8b", "method": "lora"',
+    b'{"model": "\\ud800", "method": "lora"}',
+    b"\xff\xfe",
+    b"[" * 5000 + b"]" * 5000,
+    b'{"model_config": ' + b'{"a": ' * 100 + b"1" + b"}" * 100 + b', "method": "lora"}',
+])
+def test_malformed_json_never_breaks_the_server(
+    client: TestClient, auth: dict[str, str], raw: bytes
+) -> None:
+    response = client.post("/api/v1/estimates", content=raw,
+                           headers={**auth, "Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize("slug", ["ünïcødé", "llama-3.1-8b\u0000", "💥" * 10])
+def test_unicode_slugs_are_404(client: TestClient, auth: dict[str, str], slug: str) -> None:
+    assert_problem(client.post("/api/v1/estimates", headers=auth,
+                               json={"model": slug, "method": "lora"}), 404)
+
+
+def test_an_unknown_card_is_404(client: TestClient, auth: dict[str, str]) -> None:
+    assert_problem(client.post("/api/v1/estimates", headers=auth, json={
+        "model": "llama-3.1-8b", "method": "lora", "gpu": ["no-such-card"]}), 404)
+
+
+def test_oversize_bodies_are_413_before_parsing(client: TestClient, auth: dict[str, str]) -> None:
+    big = b'{"model": "' + b"x" * 400_000 + b'"}'
+    assert_problem(client.post("/api/v1/estimates", content=big,
+                               headers={**auth, "Content-Type": "application/json"}), 413)
+
+    def chunks() -> Any:
+        for _ in range(40):
+            yield b" " * 10_000
+
+    assert_problem(client.post("/api/v1/estimates", content=chunks(),
+                               headers={**auth, "Content-Type": "application/json"}), 413)
+
+
+def test_a_config_over_256_kb_is_413(client: TestClient, auth: dict[str, str]) -> None:
+    config = {"model_type": "llama", "padding": "x" * (270 * 1024)}
+    body = json.dumps({"model_config": config, "method": "lora"})
+    assert len(body) < 300 * 1024
+    problem = assert_problem(client.post("/api/v1/estimates", content=body,
+                                         headers={**auth, "Content-Type": "application/json"}),
+                             413)
+    assert "256 KB" in str(problem["detail"])

@@ -1,0 +1,96 @@
+"""The page, the CLI and the API give identical numbers: they call one estimates service.
+
+For each input of a small matrix (models x methods x a few options), the storefront's result
+(what ``app.web.calculator`` renders), ``sizer estimate --format json`` (its ``main``, in this
+process, on the same database) and ``POST /api/v1/estimates`` must be the same document; and
+every system the page shows as fitting is a recommendation with the same free memory and
+largest micro-batch.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.catalog import service as catalog_service
+from app.cli import main as sizer
+from app.db.session import SessionFactory
+from app.web import calculator
+from app.web import calculator_form as form
+
+MATRIX = [
+    (model, method, options)
+    for model in ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-2b")
+    for method in ("full", "lora", "qlora")
+    for options in ({"batch": 2, "seq": 1024},)
+] + [
+    ("mistral-7b-v0.3", "lora", {"batch": 4, "seq": 4096, "ckpt": True, "optimizer": "adamw_8bit"}),
+    ("qwen3-8b", "full", {"batch": 1, "seq": 2048, "gpus": 4, "sharding": "zero3"}),
+]
+
+
+def _ids(case: tuple[str, str, dict[str, Any]]) -> str:
+    return f"{case[0]}-{case[1]}-" + "-".join(f"{k}{v}" for k, v in case[2].items())
+
+
+@pytest.mark.parametrize("case", MATRIX, ids=[_ids(c) for c in MATRIX])
+def test_page_cli_and_api_agree(
+    case: tuple[str, str, dict[str, Any]], client: TestClient, auth: dict[str, str],
+    seeded: SessionFactory, database_url: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    model, method, options = case
+    batch, seq = options["batch"], options["seq"]
+    ckpt = bool(options.get("ckpt"))
+    optimizer = options.get("optimizer", "adamw")
+    gpus, sharding = options.get("gpus", 1), options.get("sharding", "none")
+
+    # The page: the view the calculator renders for this shareable query.
+    query = {"model": model, "method": method, "batch": str(batch), "seq": str(seq),
+             "optimizer": optimizer, "gpus": str(gpus), "sharding": sharding,
+             **({"ckpt": "1"} if ckpt else {})}
+    calc, errors = form.parse(query)
+    with seeded() as session:
+        view, status = calculator.size(catalog_service.get_catalog(session), calc, errors)
+    assert status == 200 and view is not None
+    page = json.loads(json.dumps(view.result.to_dict()))
+    assert client.get("/", params=query).status_code == 200
+
+    # The CLI, on the same database.
+    monkeypatch.setenv("SIZER_DATABASE_URL", database_url)
+    argv = ["estimate", "--model", model, "--method", method, "--batch-size", str(batch),
+            "--seq-len", str(seq), "--optimizer", optimizer, "--gpus", str(gpus),
+            "--sharding", sharding, "--format", "json"]
+    assert sizer([*argv, *(["--gradient-checkpointing"] if ckpt else [])]) == 0
+    cli = json.loads(capsys.readouterr().out)
+
+    # The API.
+    body = {"model": model, "method": method, "batch_size": batch, "seq_len": seq,
+            "optimizer": optimizer, "gpus": gpus, "sharding": sharding,
+            "gradient_checkpointing": ckpt}
+    api = client.post("/api/v1/estimates", headers=auth, json=body).json()
+
+    assert page == cli == api
+    assert api["engine_version"]
+
+    recommended = {
+        r["slug"]: r for r in client.post("/api/v1/recommendations", headers=auth,
+                                          json=body).json()["recommendations"]
+    }
+    for row in view.systems:
+        if row.fit.fits:
+            rec = recommended[row.system.slug]
+            assert (rec["free_bytes_per_gpu"], rec["max_batch_size"], rec["cards"]) == (
+                row.fit.free_bytes_per_gpu, row.fit.max_batch_size, row.fit.gpus)
+        else:
+            assert row.system.slug not in recommended
+    for card in view.cards:
+        if card.fit.fits:
+            rec = recommended[card.gpu.slug]
+            assert (rec["free_bytes_per_gpu"], rec["max_batch_size"]) == (
+                card.fit.free_bytes, card.fit.max_batch_size)
+        else:
+            assert card.gpu.slug not in recommended
