@@ -50,3 +50,9 @@ def test_the_published_accuracy_and_the_qlora_basis_are_on_the_page(client: Test
     assert "/static/img/accuracy.png" in body
     assert "tiny-gemma2_full_b2_s512_eager_nogc_real" in body
     assert "QLoRA: not yet measured" in body
+
+
+def test_the_held_out_accuracy_is_on_the_page(client: TestClient) -> None:
+    body = client.get("/how-we-calculate", headers={"Accept-Language": "en"}).text
+    assert "Held out:" in body and "tiny-qwen3moe_full_b2_s256_sdpa_nogc_real" in body
+    assert "not counted" in body

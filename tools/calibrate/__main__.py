@@ -49,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--only", help="regular expression on case ids")
     g.add_argument("--resume", action="store_true", help="skip ids already in --out")
     g.add_argument("--limit", type=int)
+    g.add_argument(
+        "--heldout", action="store_true",
+        help="the held-out grid (architectures no constant was set from) -> cpu-heldout.json",
+    )
 
     sub.add_parser("list", help="print the grid's case ids")
     sub.add_parser(
@@ -70,11 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if a.cmd == "grid":
-        from .grid import DEFAULT_OUT, run_grid
+        from .grid import DEFAULT_OUT, HELDOUT_OUT, run_grid
 
-        out = a.out or DEFAULT_OUT
+        out = a.out or (HELDOUT_OUT if a.heldout else DEFAULT_OUT)
         command = "python -m tools.calibrate " + " ".join(shlex.quote(x) for x in argv)
-        doc = run_grid(out, command, only=a.only, resume=a.resume, limit=a.limit)
+        doc = run_grid(
+            out, command, only=a.only, resume=a.resume, limit=a.limit, heldout=a.heldout
+        )
         fvr = doc["fake_vs_real"]
         print(
             f"{doc['counts']} in {doc['seconds_total']} s; fake==real peak on "

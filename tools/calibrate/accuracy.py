@@ -25,6 +25,21 @@ from app.engine.shapes import ModelShape, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 GRID_PATH = ROOT / "tools" / "calibrate" / "results" / "cpu-grid.json"
+# Architectures and shapes measured only after the engine was tuned on GRID_PATH: their error
+# is what to expect on a model we have not measured.
+HELDOUT_PATH = ROOT / "tools" / "calibrate" / "results" / "cpu-heldout.json"
+# Held-out cases that measure a CPU artefact, not what a GPU does, with the reason. GPT-2's
+# configs set attn_pdrop 0.1; on a CPU, scaled_dot_product_attention with dropout falls back
+# to the math kernel, which materialises the score matrix and its dropout mask. On a GPU the
+# flash and memory-efficient kernels apply dropout inside the kernel and keep no score matrix
+# (the same cases with attn_pdrop 0 are within 2 %). Reported, not held to the target.
+CPU_ONLY_CASES: dict[str, str] = {
+    case: "attention dropout under SDPA runs the math kernel on a CPU (score matrix kept)"
+    for case in (
+        "tiny-gpt2_full_b2_s512_sdpa_nogc_real",
+        "tiny-gpt2_lora_r16-all-linear-do0.05_b2_s512_sdpa_nogc_real",
+    )
+}
 ACCURACY_JSON = ROOT / "docs" / "accuracy.json"
 ACCURACY_PNG = ROOT / "static" / "img" / "accuracy.png"
 README = ROOT / "README.md"
@@ -36,6 +51,7 @@ README_END = "<!-- accuracy:end -->"
 CONFIG_DIRS = (
     ROOT / "tools" / "calibrate" / "configs",
     ROOT / "tests" / "fixtures" / "reference" / "models",
+    ROOT / "app" / "catalog" / "seed" / "models",
 )
 
 # The targets of issue 4: every case within 10 %, median absolute error at most 3 %.
@@ -146,32 +162,55 @@ def summary(rows: Sequence[CaseComparison]) -> dict[str, Any]:
     }
 
 
-def accuracy_document(grid: Mapping[str, Any], rows: Sequence[CaseComparison]) -> dict[str, Any]:
-    """What ``docs/accuracy.json`` holds and the "How we calculate" page renders."""
+def _row(row: CaseComparison) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "case": row.case,
+        "model": row.model,
+        "method": row.method,
+        "batch": row.batch,
+        "seq": row.seq,
+        "attention": row.attention,
+        "checkpointing": row.checkpointing,
+        "mode": row.mode,
+        "measured_gib": round(row.measured_bytes / GIB, 3),
+        "estimated_gib": round(row.estimated_bytes / GIB, 3),
+        "error_pct": round(100 * row.error, 2),
+    }
+    if row.case in CPU_ONLY_CASES:
+        entry["not_held_to_target"] = CPU_ONLY_CASES[row.case]
+    return entry
+
+
+def heldout_document(
+    grid: Mapping[str, Any], rows: Sequence[CaseComparison]
+) -> dict[str, Any]:
+    held = [row for row in rows if row.case not in CPU_ONLY_CASES]
     return {
+        "grid": str(HELDOUT_PATH.relative_to(ROOT)),
+        "grid_command": grid.get("command"),
+        "summary": summary(held),
+        "not_held_to_target": len(rows) - len(held),
+        "rows": [_row(row) for row in rows],
+    }
+
+
+def accuracy_document(
+    grid: Mapping[str, Any], rows: Sequence[CaseComparison],
+    heldout: Mapping[str, Any] | None = None, heldout_rows: Sequence[CaseComparison] = (),
+) -> dict[str, Any]:
+    """What ``docs/accuracy.json`` holds and the "How we calculate" page renders."""
+    document = {
         "engine_version": ENGINE_VERSION,
         "grid": str(GRID_PATH.relative_to(ROOT)),
         "grid_command": grid.get("command"),
         "measured_with": grid.get("versions"),
         "measured": "peak bytes of live tensors (torch MemTracker), CPU, real and FakeTensor mode",
         "summary": summary(rows),
-        "rows": [
-            {
-                "case": row.case,
-                "model": row.model,
-                "method": row.method,
-                "batch": row.batch,
-                "seq": row.seq,
-                "attention": row.attention,
-                "checkpointing": row.checkpointing,
-                "mode": row.mode,
-                "measured_gib": round(row.measured_bytes / GIB, 3),
-                "estimated_gib": round(row.estimated_bytes / GIB, 3),
-                "error_pct": round(100 * row.error, 2),
-            }
-            for row in rows
-        ],
+        "rows": [_row(row) for row in rows],
     }
+    if heldout is not None:
+        document["heldout"] = heldout_document(heldout, heldout_rows)
+    return document
 
 
 def readme_block(document: Mapping[str, Any]) -> str:
@@ -183,18 +222,35 @@ def readme_block(document: Mapping[str, Any]) -> str:
         f"engine {document['engine_version']}): median absolute error "
         f"**{stats['median_abs_error_pct']} %**, maximum **{stats['max_abs_error_pct']} %**, "
         f"{stats['within_10_pct']} of {stats['cases']} within 10 %.",
+    ]
+    heldout = document.get("heldout")
+    if heldout:
+        held = heldout["summary"]
+        lines += [
+            "",
+            f"Held out (measured after tuning; Qwen2 with biases and tied embeddings, Mistral, "
+            f"Qwen3-MoE, GPT-2, and real Qwen2.5 7B, Mistral 7B and Llama 3.2 3B shapes): "
+            f"{held['cases']} cases, median **{held['median_abs_error_pct']} %**, maximum "
+            f"**{held['max_abs_error_pct']} %**; {heldout['not_held_to_target']} more measure "
+            "a CPU artefact (GPT-2's attention dropout under SDPA runs the math kernel on a "
+            "CPU) and are listed, not held to the target.",
+        ]
+    lines += [
         "",
         "<details><summary>Every case</summary>",
         "",
         "| case | measured GiB | estimated GiB | error % |",
         "|---|---:|---:|---:|",
     ]
+    all_rows = list(document["rows"]) + list((heldout or {}).get("rows", []))
     lines += [
-        f"| `{row['case']}` | {row['measured_gib']} | {row['estimated_gib']} | "
-        f"{row['error_pct']:+.2f} |"
-        for row in document["rows"]
+        f"| `{row['case']}`{' (held out)' if row in (heldout or {}).get('rows', []) else ''}"
+        f"{' †' if 'not_held_to_target' in row else ''} | {row['measured_gib']} | "
+        f"{row['estimated_gib']} | {row['error_pct']:+.2f} |"
+        for row in all_rows
     ]
-    lines += ["", "</details>", README_END]
+    lines += ["", "† a CPU artefact, not held to the target (see above).", "", "</details>",
+              README_END]
     return "\n".join(lines)
 
 
@@ -209,7 +265,10 @@ def write_json(document: Mapping[str, Any], path: Path = ACCURACY_JSON) -> None:
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
-def write_plot(rows: Sequence[CaseComparison], path: Path = ACCURACY_PNG) -> None:
+def write_plot(
+    rows: Sequence[CaseComparison], path: Path = ACCURACY_PNG,
+    heldout_rows: Sequence[CaseComparison] = (),
+) -> None:
     """Estimate against measurement on log axes, one marker per method and mode."""
     import matplotlib
 
@@ -229,8 +288,16 @@ def write_plot(rows: Sequence[CaseComparison], path: Path = ACCURACY_PNG) -> Non
                 [r.estimated_bytes / GIB for r in chosen],
                 marker=marker, color=colour, label=f"{method}, {mode} ({len(chosen)})", s=28,
             )
-    low = min(min(r.measured_bytes, r.estimated_bytes) for r in rows) / GIB / 1.3
-    high = max(max(r.measured_bytes, r.estimated_bytes) for r in rows) / GIB * 1.3
+    if heldout_rows:
+        axes.scatter(
+            [r.measured_bytes / GIB for r in heldout_rows],
+            [r.estimated_bytes / GIB for r in heldout_rows],
+            marker="o", facecolors="none", edgecolors="#2a7f3f", s=60, linewidths=1.2,
+            label=f"held out ({len(heldout_rows)})",
+        )
+    everything = [*rows, *heldout_rows]
+    low = min(min(r.measured_bytes, r.estimated_bytes) for r in everything) / GIB / 1.3
+    high = max(max(r.measured_bytes, r.estimated_bytes) for r in everything) / GIB * 1.3
     axes.plot([low, high], [low, high], color="#444", linewidth=1, label="estimate = measured")
     axes.fill_between([low, high], [low * 0.9, high * 0.9], [low * 1.1, high * 1.1],
                       color="#999", alpha=0.15, label="±10 %")
@@ -253,16 +320,23 @@ def write_plot(rows: Sequence[CaseComparison], path: Path = ACCURACY_PNG) -> Non
     plt.close(figure)
 
 
-def main() -> int:
+def published_document() -> tuple[dict[str, Any], list[CaseComparison], list[CaseComparison]]:
+    """The document from the committed grids, and the rows of both."""
     grid = load_grid()
     rows = compare(grid)
-    document = accuracy_document(grid, rows)
+    heldout = load_grid(HELDOUT_PATH) if HELDOUT_PATH.is_file() else None
+    heldout_rows = compare(heldout) if heldout is not None else []
+    return accuracy_document(grid, rows, heldout, heldout_rows), rows, heldout_rows
+
+
+def main() -> int:
+    document, rows, heldout_rows = published_document()
     write_json(document)
     README.write_text(
         readme_with_block(README.read_text(encoding="utf-8"), readme_block(document)),
         encoding="utf-8",
     )
-    write_plot(rows)
+    write_plot(rows, heldout_rows=heldout_rows)
     stats = document["summary"]
     print(json.dumps(stats))
     return 0 if stats["within_10_pct"] == stats["cases"] else 1
