@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from app.accounts.staff import SignInThrottle
 from app.staff import admin as admin_pages
-from app.staff import auth, catalog, errors, models, quotes
+from app.staff import api_keys, auth, catalog, errors, models, quotes
 from app.staff.deps import check_csrf, require_admin
 
 
@@ -20,6 +20,7 @@ def build_routers() -> tuple[APIRouter, APIRouter]:
     protected.include_router(models.router)
     admin = APIRouter(dependencies=[Depends(require_admin)])
     admin.include_router(admin_pages.router)
+    admin.include_router(api_keys.router)
     protected.include_router(admin)
     return auth.public, protected
 
