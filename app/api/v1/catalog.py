@@ -123,7 +123,7 @@ def page_of(models: Sequence[ModelRecord], *, q: str, family: str | None, cursor
 def list_models(
     request: Request, session: DbSession,
     q: Annotated[str, Query(max_length=100, description="Search slug, HF id, family.")] = "",
-    family: Annotated[str | None, Query(max_length=64, examples=["qwen3"])] = None,
+    family: Annotated[str | None, Query(max_length=64, examples=["Qwen"])] = None,
     cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the "
                                         "previous page.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,

@@ -118,7 +118,7 @@ class ModelSummary(_Out):
 
     slug: str = Field(examples=["llama-3.1-8b"])
     hf_id: str = Field(examples=["meta-llama/Llama-3.1-8B"])
-    family: str = Field(examples=["llama"])
+    family: str = Field(examples=["Llama"])
     params: ModelParams
     max_positions: int | None
     license: str
