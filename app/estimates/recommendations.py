@@ -49,9 +49,11 @@ def rank_key(option: Option) -> tuple[int, bool, Decimal, int, str]:
             option.slug)
 
 
-def options(catalog: Catalog, sizing: Sizing, *, gpus: int, sharding: str) -> list[Option]:
+def options(catalog: Catalog, sizing: Sizing, *, gpus: int, sharding: str,
+            only_gpus: tuple[str, ...] = ()) -> list[Option]:
     """Every card and system that fits, unranked. Loose cards are held against the job as
-    asked (``gpus`` cards with ``sharding``); systems as :func:`service.system_job` spreads it."""
+    asked (``gpus`` cards with ``sharding``); systems as :func:`service.system_job` spreads it.
+    With ``only_gpus``, systems of other cards are left out as the cards are."""
     by_slug = {gpu.slug: gpu for gpu in catalog.gpus}
     found: list[Option] = []
     for fit in sizing.result.fits:
@@ -67,7 +69,7 @@ def options(catalog: Catalog, sizing: Sizing, *, gpus: int, sharding: str) -> li
             free_bytes_per_gpu=fit.free_bytes, max_batch_size=fit.max_batch_size,
         ))
     for row in sizing.systems:
-        if not row.fits:
+        if not row.fits or (only_gpus and row.gpu.slug not in only_gpus):
             continue
         found.append(Option(
             kind="system", slug=row.system.slug, name=row.system.name, gpu=row.gpu.slug,
@@ -82,5 +84,6 @@ def options(catalog: Catalog, sizing: Sizing, *, gpus: int, sharding: str) -> li
 def recommend(catalog: Catalog, request: EstimateRequest) -> Recommendations:
     """The sizing and its fitting options, best first. Raises NotFound / InvalidInput."""
     sizing = service.sizing(catalog, request)
-    found = options(catalog, sizing, gpus=request.job.gpus, sharding=request.job.sharding)
+    found = options(catalog, sizing, gpus=request.job.gpus, sharding=request.job.sharding,
+                    only_gpus=request.gpu_slugs)
     return Recommendations(sizing=sizing, options=tuple(sorted(found, key=rank_key)))

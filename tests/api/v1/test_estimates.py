@@ -173,3 +173,13 @@ def test_a_config_over_256_kb_is_413(client: TestClient, auth: dict[str, str]) -
                                          headers={**auth, "Content-Type": "application/json"}),
                              413)
     assert "256 KB" in str(problem["detail"])
+
+
+def test_recommendations_keep_to_the_cards_asked_for(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    recs = client.post("/api/v1/recommendations", headers=auth, json={
+        "model": "qwen3-8b", "method": "lora", "gpu": ["h200-nvl"],
+    }).json()["recommendations"]
+    assert recs and {r["gpu"] for r in recs} == {"h200-nvl"}
+    assert {r["kind"] for r in recs} == {"gpu", "system"}
