@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint types contracts pytest bench accuracy clean
+.PHONY: run test install lint types contracts pytest bench accuracy load faults clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,3 +47,8 @@ clean:
 accuracy: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'matplotlib>=3.8'
 	$(BIN)/python -m tools.calibrate accuracy
+
+## Load: API estimates, the result fragment and /healthz side by side, 60 s at 64 connections,
+## against `sizer serve --workers 2` on a PostgreSQL database it creates (SIZER_LOAD_DB_SERVER)
+load: $(STAMP)
+	$(BIN)/python -m benchmarks.load $(if $(SIZER_LOAD_DB_SERVER),--database-server $(SIZER_LOAD_DB_SERVER))
