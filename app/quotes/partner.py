@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,13 +19,11 @@ from app.catalog.schemas import Catalog
 from app.db.tables import QuoteLine, QuoteRequest
 from app.errors import NotFound
 from app.estimates.service import EstimateRequest
-from app.quotes import service
+from app.quotes import pricing, service
 from app.quotes.schemas import Contact, ItemKind
 
 PRICED_STATUSES: tuple[str, ...] = ("sent", "accepted", "expired")
 """Lines are shown once the quote was sent; before that they are staff's draft."""
-CENT = Decimal("0.01")
-HUNDRED = Decimal(100)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +66,10 @@ class PartnerQuoteRequest:
     totals: PartnerTotals | None
 
 
-def money(value: Decimal) -> Decimal:
-    """Round to cents, half up (as invoices do)."""
-    return value.quantize(CENT, rounding=ROUND_HALF_UP)
-
-
 def line_net(line: QuoteLine) -> Decimal:
-    """quantity x unit price, less the line's discount, in cents."""
-    discount = line.discount_percent or Decimal(0)
-    return money(line.unit_price_eur_net * line.quantity * (HUNDRED - discount) / HUNDRED)
+    """The staff desk's arithmetic: quantity x unit price, less the discount, in cents."""
+    return pricing.line_net(quantity=line.quantity, unit_price_eur_net=line.unit_price_eur_net,
+                            discount_percent=line.discount_percent or Decimal(0))
 
 
 def _aware(value: datetime) -> datetime:
@@ -91,17 +84,18 @@ def _view(row: QuoteRequest, lines: list[QuoteLine]) -> PartnerQuoteRequest:
             PartnerLine(
                 position=line.position, item_kind=line.item_kind, item_slug=line.item_slug,
                 description=line.description, quantity=line.quantity,
-                unit_price_eur_net=money(line.unit_price_eur_net),
+                unit_price_eur_net=pricing.money(line.unit_price_eur_net),
                 discount_percent=line.discount_percent or Decimal(0), net_eur=line_net(line),
             )
             for line in lines
         )
-        net = money(sum((line.net_eur for line in shown), Decimal(0)))
         rate = row.vat_rate_percent
-        vat = money(net * rate / HUNDRED) if rate is not None else None
+        summed = pricing.totals((line.net_eur for line in shown),
+                                vat_rate_percent=rate if rate is not None else Decimal(0))
         totals = PartnerTotals(
-            net_eur=net, vat_rate_percent=rate, vat_eur=vat,
-            gross_eur=net + vat if vat is not None else None,
+            net_eur=summed.net, vat_rate_percent=rate,
+            vat_eur=summed.vat if rate is not None else None,
+            gross_eur=summed.gross if rate is not None else None,
         )
     return PartnerQuoteRequest(
         reference=row.reference, status=row.status, created_at=_aware(row.created_at),
