@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import secrets
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from fastapi import Depends, Request
 from starlette.datastructures import UploadFile
@@ -71,8 +71,9 @@ def require_staff(request: Request, session: DbSession) -> StaffPrincipal:
     principal = staff_accounts.resolve_session(session, token=token) if token else None
     if principal is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        if request.method not in SAFE_METHODS:
-            target = request.headers.get("HX-Current-URL", "") or "/staff/quotes"
+        if request.method not in SAFE_METHODS:  # come back to the page the form was on
+            current = urlsplit(request.headers.get("HX-Current-URL", ""))
+            target = current.path + (f"?{current.query}" if current.query else "")
         raise SignInRequired(f"/staff/sign-in?next={quote(safe_next(target), safe='/')}")
     request.state.staff = principal
     return principal

@@ -201,3 +201,11 @@ def test_german_desk(staff_client: Callable[..., tuple[TestClient, str]]) -> Non
     client, _ = staff_client(SALES)
     page = client.get("/staff/catalog/gpus", headers={"Accept-Language": "de"}).text
     assert "Mitarbeiterbereich" in page and "Abmelden" in page
+
+
+def test_an_expired_session_on_an_htmx_post_returns_to_the_page_after_sign_in(
+    client: TestClient,
+) -> None:
+    response = client.post("/staff/catalog/gpus/rtx-pro-6000", headers={
+        "HX-Request": "true", "HX-Current-URL": "http://testserver/staff/catalog/gpus/x?a=1"})
+    assert response.headers["HX-Redirect"] == "/staff/sign-in?next=/staff/catalog/gpus/x%3Fa%3D1"
