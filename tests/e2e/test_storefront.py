@@ -220,5 +220,7 @@ def test_an_invalid_field_is_marked_for_screen_readers_and_cleared_when_fixed(wa
     )
     page.select_option("#f-model", "llama-3.1-8b")
     page.wait_for_function("() => document.querySelector('#err-config').innerText.trim() === ''")
-    page.wait_for_function("() => !document.querySelector('#f-config').hasAttribute('aria-invalid')")
+    page.wait_for_function(
+        "() => !document.querySelector('#f-config').hasAttribute('aria-invalid')"
+    )
     assert page.evaluate("window.__noReload") is True
