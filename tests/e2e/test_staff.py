@@ -19,6 +19,7 @@ import pytest
 from app.accounts import staff as staff_accounts
 from app.config import SEED_DIR
 from app.db.session import make_engine, make_session_factory
+from tests.e2e.test_storefront import assert_accessible
 
 pytestmark = pytest.mark.e2e
 
@@ -57,6 +58,7 @@ def sign_in(page: Any) -> None:
     page.fill("#f-password", "wrong password!")
     page.locator("#sign-in button[type=submit]").click()
     page.wait_for_selector("#err-password:has-text('E-mail or password is wrong')")
+    assert_accessible(page, "sign-in with an error")
     page.fill("#f-password", PASSWORD)
     page.locator("#sign-in button[type=submit]").click()
     page.wait_for_url(re.compile(r":\d+/staff/quotes$"))
@@ -83,6 +85,7 @@ def test_sign_in_conflict_import_and_quote_to_the_customer(
     set_price(second, "7777.00")
     second.wait_for_selector("#conflict")
     assert "Someone else saved this entry" in text(second, "#conflict")
+    assert_accessible(second, "catalog form with a conflict")
     assert second.input_value("#f-price_eur_net") == "9999.00"  # the current version
     second.screenshot(path=str(artifacts / "staff-conflict.png"), full_page=True)
     first.close()
@@ -97,6 +100,7 @@ def test_sign_in_conflict_import_and_quote_to_the_customer(
     page.fill("#f-config", config)
     page.locator("button[value=preview]").click()
     page.wait_for_selector("#preview")
+    assert_accessible(page, "model import preview")
     expected = json.loads(config)
     assert expected["model_type"] in text(page, "#preview")
     assert text(page, "#p-total").replace(",", "").isdigit()
@@ -130,6 +134,7 @@ def test_sign_in_conflict_import_and_quote_to_the_customer(
     page.fill("#f-discount_percent", "5")
     page.locator("#add-line button[type=submit]").click()
     page.wait_for_selector("#lines tbody tr[id^=line-]")
+    assert_accessible(page, "quote with an editable line")
     # 2 x 9999.00 less 5 % = 18998.10 net; 19 % VAT = 3609.64; gross 22607.74
     assert text(page, "#total-net") == "€18,998.10"
     assert text(page, "#total-gross") == "€22,607.74"
@@ -139,6 +144,7 @@ def test_sign_in_conflict_import_and_quote_to_the_customer(
     page.wait_for_selector("#f-valid_until[value='2099-06-30']")
     page.locator("#send button[type=submit]").click()
     page.wait_for_selector("#sent-note")
+    assert_accessible(page, "sent quote")
     assert "Prices are frozen" in text(page, "#sent-note")
 
     # the printable view: lines, totals, sizing, terms; print CSS hides the navigation
@@ -159,6 +165,7 @@ def test_sign_in_conflict_import_and_quote_to_the_customer(
     customer.goto(q_url)
     customer.wait_for_selector("#priced-quote")
     quote = text(customer, "#priced-quote")
+    assert_accessible(customer, "customer's priced quote")
     assert "€22,607.74" in quote and "Delivery within two weeks." in quote
     assert "Our general terms and conditions apply." in quote
     customer.emulate_media(media="print")
