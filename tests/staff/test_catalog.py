@@ -203,3 +203,27 @@ def test_model_import_previews_then_saves_and_rejects_bad_configs(
         assert card.params_total == 8_030_261_248 and card.hf_id == "me/my-llama"
         assert session.scalars(select(AuditLog.action)).all()[-1] == "import"
     assert "my-llama" in client.get("/").text
+
+
+def test_system_and_model_edit_forms_reject_bad_input(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, _ = staff_client(SALES)
+    form = _form_values(client.get("/staff/catalog/systems/ws-1x-rtx-pro-6000").text)
+    assert form["gpu_slug"] == "rtx-pro-6000"
+    for change, field in (({"price_eur_net": "-10"}, "price_eur_net"),
+                          ({"name": "  "}, "name"), ({"gpu_count": "-1"}, "gpu_count"),
+                          ({"gpu_slug": "no-such-card"}, "gpu_slug")):
+        response = client.post("/staff/catalog/systems/ws-1x-rtx-pro-6000",
+                               data={**form, **change})
+        assert response.status_code == 422, change
+        assert re.search(rf'id="err-{field}" class="field-error">[^<]+<', response.text), change
+    model = _form_values(client.get("/staff/catalog/models/llama-3.1-8b").text)
+    response = client.post("/staff/catalog/models/llama-3.1-8b", data={**model, "hf_id": ""})
+    assert response.status_code == 422 and 'id="err-hf_id"' in response.text
+    assert _count(users, AuditLog) == 0
+    ok = client.post("/staff/catalog/models/llama-3.1-8b", data={**model, "license": "other"})
+    assert ok.status_code == 303
+    with users() as session:
+        assert session.scalars(select(ModelCard.license).where(
+            ModelCard.slug == "llama-3.1-8b")).one() == "other"

@@ -202,3 +202,50 @@ def test_sending_needs_a_line(staff_client: StaffClient, users: SessionFactory) 
     response = client.post(f"/staff/quotes/{reference}/send",
                            data={"csrf_token": token, "version": version})
     assert response.status_code == 422 and "add at least one line" in response.text
+
+
+def test_partner_requests_are_listed_with_their_partner(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    from app.db.tables import Partner
+
+    client, _ = staff_client(SALES)
+    request_quote(client)
+    with users.begin() as session:
+        partner = Partner(slug="acme", name="ACME Compute")
+        session.add(partner)
+        session.flush()
+        session.execute(text("UPDATE quote_request SET partner_id = :p"), {"p": partner.id})
+    assert "Partner: ACME Compute" in client.get("/staff/quotes").text
+    page, _ = _open(client, _reference(users))
+    assert "ACME Compute" in page
+
+
+def test_details_form_rejects_a_bad_date_and_a_sent_quote_can_be_accepted(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, token = staff_client(SALES)
+    q_path = request_quote(client)
+    reference = _reference(users)
+    _, version = _open(client, reference)
+    bad = client.post(f"/staff/quotes/{reference}", data={
+        "csrf_token": token, "version": version, "status": "in_progress",
+        "valid_until": "31.12.2099"})
+    assert bad.status_code == 422
+    assert 'id="err-valid_until" class="field-error">Enter a date like 2026-12-31.' in bad.text
+    past = client.post(f"/staff/quotes/{reference}", data={
+        "csrf_token": token, "version": version, "status": "sent"})
+    assert past.status_code == 422 and "send the quote first" in past.text
+    client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_slug": "other:",
+        "description": "Card", "quantity": "1", "unit_price": "100"})
+    _, version = _open(client, reference)
+    assert client.post(f"/staff/quotes/{reference}/send",
+                       data={"csrf_token": token, "version": version}).status_code == 303
+    _, version = _open(client, reference)
+    assert client.post(f"/staff/quotes/{reference}", data={
+        "csrf_token": token, "version": version, "status": "accepted"}).status_code == 303
+    assert "Accepted." in client.get(q_path).text
+    with users() as session:
+        row = session.scalars(select(QuoteRequest)).one()
+        assert row.status == "accepted" and row.valid_until is not None  # 30 days by default
