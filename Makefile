@@ -52,3 +52,7 @@ accuracy: $(STAMP)
 ## against `sizer serve --workers 2` on a PostgreSQL database it creates (SIZER_LOAD_DB_SERVER)
 load: $(STAMP)
 	$(BIN)/python -m benchmarks.load $(if $(SIZER_LOAD_DB_SERVER),--database-server $(SIZER_LOAD_DB_SERVER))
+
+## Faults: PostgreSQL stopped and started under load, the app left running (stops PostgreSQL!)
+faults: $(STAMP)
+	$(BIN)/python -m benchmarks.faults $(if $(SIZER_LOAD_DB_SERVER),--database-server $(SIZER_LOAD_DB_SERVER))

@@ -15,12 +15,21 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import (
+    DBAPIError,
+    DisconnectionError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import ConfigurationError
 
 SessionFactory = sessionmaker[Session]
+
+RETRY_AFTER_S = 5
+"""What a 503 during a database outage tells the client to wait before trying again."""
 
 CONNECT_TIMEOUT_S = 5
 """How long start-up waits for PostgreSQL before calling the URL unreachable."""
@@ -111,3 +120,11 @@ def get_session(request: Request) -> Iterator[Session]:
 
 DbSession = Annotated[Session, Depends(get_session, scope="function")]
 """Use as ``session: DbSession`` in a route signature."""
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """The database could not be reached or dropped the connection (a restart, a failover):
+    worth a 503 and a retry, not a 500. Constraint and programming errors are not this."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, OperationalError | InterfaceError | DisconnectionError)

@@ -6,14 +6,20 @@ handlers answer JSON, so registering the HTML surface never changes what partner
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.db.session import RETRY_AFTER_S, is_unavailable
 from app.errors import DomainError
 from app.html.htmx import is_htmx
 from app.html.templating import render
+
+logger = logging.getLogger(__name__)
 
 
 def _is_api(request: Request) -> bool:
@@ -49,6 +55,26 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return await http_exception_handler(request, exc)
 
 
+async def database_error(request: Request, exc: Exception) -> Response:
+    """A database outage is the service's problem, not the customer's: 503 and a retry hint,
+    and the request's transaction was rolled back, so nothing half-written stays."""
+    if not is_unavailable(exc):
+        raise exc
+    logger.warning("database unavailable on %s %s", request.method, request.url.path,
+                   exc_info=exc)
+    headers = {"Retry-After": str(RETRY_AFTER_S)}
+    if _is_api(request):
+        return JSONResponse(
+            {"type": "about:blank", "title": "Service Unavailable", "status": 503,
+             "detail": "The database is briefly unavailable; nothing was stored. Try again."},
+            status_code=503, media_type="application/problem+json", headers=headers,
+        )
+    response = _page(request, 503, None)
+    response.headers.update(headers)
+    return response
+
+
 def register(app: FastAPI) -> None:
+    app.add_exception_handler(SQLAlchemyError, database_error)
     app.add_exception_handler(DomainError, domain_error)
     app.add_exception_handler(StarletteHTTPException, http_error)

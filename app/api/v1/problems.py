@@ -13,8 +13,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.db.session import RETRY_AFTER_S, is_unavailable
 from app.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -123,6 +125,16 @@ async def on_domain(_request: Request, exc: Exception) -> Response:
     return problem(status, exc.detail)
 
 
+async def on_database(request: Request, exc: Exception) -> Response:
+    """A database outage is 503 with Retry-After; any other database error is a 500."""
+    if is_unavailable(exc):
+        logger.warning("database unavailable on %s %s", request.method, request.url.path,
+                       exc_info=exc)
+        return problem(503, "The database is briefly unavailable; nothing was stored. "
+                       "Try again.", headers={"Retry-After": str(RETRY_AFTER_S)})
+    return await on_unexpected(request, exc)
+
+
 async def on_unexpected(request: Request, exc: Exception) -> Response:
     logger.exception("unhandled error on %s %s", request.method, request.url.path,
                      exc_info=exc)
@@ -135,4 +147,5 @@ def register(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(ApiProblem, on_api_problem)
     app.add_exception_handler(DomainError, on_domain)
+    app.add_exception_handler(SQLAlchemyError, on_database)
     app.add_exception_handler(Exception, on_unexpected)
