@@ -79,6 +79,24 @@ def test_use_is_recorded_and_only_the_hash_is_stored(
         assert session.scalars(select(ApiKey)).one().last_used_at is not None
 
 
+def test_use_is_written_at_most_once_a_minute(
+    client: TestClient, auth: dict[str, str], seeded: SessionFactory
+) -> None:
+    client.get("/api/v1/gpus", headers=auth)
+    with seeded() as session:
+        first = session.scalars(select(ApiKey)).one().last_used_at
+    client.get("/api/v1/gpus", headers=auth)
+    with seeded.begin() as session:
+        row = session.scalars(select(ApiKey)).one()
+        assert row.last_used_at == first
+        assert first is not None
+        row.last_used_at = first - api_keys.LAST_USED_RESOLUTION
+    client.get("/api/v1/gpus", headers=auth)
+    with seeded() as session:
+        later = session.scalars(select(ApiKey)).one().last_used_at
+        assert later is not None and later > first
+
+
 def test_issue_list_revoke_as_services(seeded: SessionFactory) -> None:
     with seeded.begin() as session:
         first, plain1 = api_keys.issue_key(session, partner_name="ACME Compute GmbH", label="a")
