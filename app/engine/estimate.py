@@ -72,6 +72,25 @@ CHUNKED_LOSS_SPEED = (
 SHARDING_SPEED = "more cards; ZeRO-3/FSDP moves 1.5x the traffic of plain data parallelism"
 OFFLOAD_SPEED = "much slower optimizer step: states live in CPU memory (ZeRO-Offload)"
 
+# Warnings are part of the JSON document (API, CLI) as these English sentences; surfaces that
+# translate them compare against these names, never against the wording.
+UNIFIED_MEMORY_WARNING = (
+    "unified memory: the operating system and CPU processes share it; the usable "
+    "figure already leaves a reserve for them"
+)
+ZERO3_WITHOUT_NVLINK_WARNING = (
+    "zero3 gathers every layer's parameters over the GPU link each step; this card "
+    "has no NVLink, so that traffic goes over PCIe or the network"
+)
+QLORA_UNMEASURED_WARNING = (
+    "QLoRA is arithmetic plus the measured LoRA activations; bitsandbytes' 4-bit layers "
+    "need a GPU to measure and have not been measured yet"
+)
+PAGED_OPTIMIZER_WARNING = (
+    "paged optimizers move states to CPU memory only under memory pressure; they are "
+    "counted on the GPU here"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
@@ -450,15 +469,9 @@ def _card_fit(
     usable = gpu.usable_bytes
     warnings: list[str] = []
     if gpu.unified_memory:
-        warnings.append(
-            "unified memory: the operating system and CPU processes share it; the usable "
-            "figure already leaves a reserve for them"
-        )
+        warnings.append(UNIFIED_MEMORY_WARNING)
     if job.sharding == "zero3" and job.gpus > 1 and gpu.interconnect != "nvlink":
-        warnings.append(
-            "zero3 gathers every layer's parameters over the GPU link each step; this card "
-            "has no NVLink, so that traffic goes over PCIe or the network"
-        )
+        warnings.append(ZERO3_WITHOUT_NVLINK_WARNING)
     return CardFit(
         gpu=gpu.slug,
         name=gpu.name,
@@ -569,15 +582,9 @@ def _sharded(job: Job, gpus: int) -> Job:
 def _job_warnings(shape: ModelShape, job: Job) -> tuple[str, ...]:
     warnings: list[str] = []
     if job.method == "qlora":
-        warnings.append(
-            "QLoRA is arithmetic plus the measured LoRA activations; bitsandbytes' 4-bit layers "
-            "need a GPU to measure and have not been measured yet"
-        )
+        warnings.append(QLORA_UNMEASURED_WARNING)
     if job.optimizer.startswith("paged_"):
-        warnings.append(
-            "paged optimizers move states to CPU memory only under memory pressure; they are "
-            "counted on the GPU here"
-        )
+        warnings.append(PAGED_OPTIMIZER_WARNING)
     return tuple(warnings)
 
 

@@ -8,11 +8,17 @@ into messages the catalogs translate.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
-from app.engine.estimate import CardFit, EstimateResult, Lever
+from app.engine.estimate import (
+    UNIFIED_MEMORY_WARNING,
+    ZERO3_WITHOUT_NVLINK_WARNING,
+    CardFit,
+    EstimateResult,
+    Lever,
+)
 from app.estimates.service import Sizing, SystemFit
 from app.html.forms import N_, FieldError
 from app.web.calculator_form import CalculatorInput
@@ -105,7 +111,6 @@ class ResultView:
     legend: tuple[tuple[str, str, int], ...]
     states_range: tuple[int, int]
     warnings: tuple[FieldError, ...]
-    engine_warnings: tuple[str, ...] = field(default=())
 
 
 def quote_url(calc: CalculatorInput, item: str) -> str:
@@ -115,12 +120,12 @@ def quote_url(calc: CalculatorInput, item: str) -> str:
 def _card_warnings(fit: CardFit) -> tuple[FieldError, ...]:
     out: list[FieldError] = []
     for text in fit.warnings:
-        if text.startswith("unified memory"):
+        if text == UNIFIED_MEMORY_WARNING:
             out.append(FieldError(N_(
                 "Shared memory: the operating system and CPU programs use the same memory; "
                 "the usable figure already keeps a reserve for them."
             )))
-        elif text.startswith("zero3"):
+        elif text == ZERO3_WITHOUT_NVLINK_WARNING:
             out.append(FieldError(N_(
                 "ZeRO-3 gathers every layer's weights each step; without NVLink that traffic "
                 "goes over PCIe or the network, which is slower."
