@@ -178,6 +178,15 @@ class Settings(BaseSettings):
         default=120, ge=1, le=1_000_000,
         description="Partner API requests per key and minute, unless the key sets its own.",
     )
+    redis_url: str | None = Field(
+        default=None,
+        description="redis:// URL: rate limits and sign-in throttling shared by all workers "
+        "(in-process per worker when unset).",
+    )
+    redis_key_prefix: str = Field(
+        default="gpusizer:", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="Prefix of every Redis key, so several deployments can share one Redis.",
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -212,6 +221,19 @@ class Settings(BaseSettings):
         if not value.startswith(("https://", "http://")):
             raise ValueError(f"{value!r} must start with https:// or http://")
         return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from redis import ConnectionPool  # only when a URL is set
+
+        try:
+            ConnectionPool.from_url(value.strip())  # parses; connects nobody
+        except ValueError as exc:
+            raise ValueError(str(exc)) from exc
+        return value.strip()
 
     @field_validator("vat_rates", mode="before")
     @classmethod

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 
-from app import api
+from app import api, shared_store
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
 from app.html.middleware import WebMiddleware
@@ -33,16 +33,20 @@ def create_app(settings: Settings) -> FastAPI:
     cheap and side-effect free (apart from creating a SQLite file's directory).
     """
     engine = make_engine(settings.database_url)
+    store = shared_store.connect(settings)  # Redis for limits and throttling, or None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         engine.dispose()
+        if store is not None:
+            store.close()
 
     app = FastAPI(title="GPU Sizer", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
+    app.state.shared_store = store
     # check_dir=False: a missing static/ then fails only static requests and
     # never keeps the probes or the API from starting.
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")

@@ -6,6 +6,11 @@ parallel runs never meet). Without that variable, or when the server does not
 answer, the PostgreSQL half skips and says why; with CI=true it FAILS instead,
 so a CI machine can never go green without having tested PostgreSQL.
 
+Redis (the shared rate limits and sign-in throttle) works the same way: the ``redis_target``
+fixture uses SIZER_TEST_REDIS_URL (default redis://127.0.0.1:6379/15) with a key prefix of
+its own per test, deletes its keys afterwards, and skips when Redis does not answer (fails
+with CI=true).
+
 The schema comes from the real migrations, once per run and backend. Tests may
 commit (the seed and cache tests must: they are about transactions and other
 sessions), so instead of a rolled-back outer transaction each test ends by
@@ -16,13 +21,16 @@ be fooled by code that commits.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
@@ -34,6 +42,8 @@ from app.db.session import SessionFactory, make_engine, make_session_factory
 from app.db.tables import GpuSku, ModelCard, System
 
 POSTGRES_ENV = "SIZER_TEST_POSTGRES_URL"
+REDIS_ENV = "SIZER_TEST_REDIS_URL"
+DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
@@ -84,11 +94,51 @@ class _PostgresSchema:
         engine.dispose()
 
 
+@dataclass(frozen=True)
+class RedisTarget:
+    """The test Redis, a key prefix nobody else uses, and a client to look inside."""
+
+    url: str
+    prefix: str
+    client: redis.Redis
+
+    def settings(self) -> dict[str, str]:
+        """``load_settings(**target.settings())``: an app counting in this Redis and prefix."""
+        return {"redis_url": self.url, "redis_key_prefix": self.prefix}
+
+    def keys(self) -> list[str]:
+        return sorted(k.decode() for k in self.client.scan_iter(match=f"{self.prefix}*"))
+
+
+@pytest.fixture
+def redis_target() -> Iterator[RedisTarget]:
+    """Redis at SIZER_TEST_REDIS_URL, or skip (fail under CI=true) with the reason."""
+    url = os.environ.get(REDIS_ENV, "").strip() or DEFAULT_TEST_REDIS_URL
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        masked = re.sub(r"//[^@/]*@", "//***@", url)
+        reason = f"Redis at {masked} is unreachable ({type(exc).__name__}: {exc})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI=true: the Redis tests must run)", pytrace=False)
+        pytest.skip(f"{reason}; Redis tests skipped (set {REDIS_ENV})")
+    target = RedisTarget(url, f"gpusizer-test:{uuid.uuid4().hex[:12]}:", client)
+    try:
+        yield target
+    finally:
+        leftover = target.keys()
+        if leftover:
+            client.delete(*leftover)
+        client.close()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No SIZER_* from the developer's shell, no settings or catalog cached across tests."""
     for name in list(os.environ):
-        if name.startswith("SIZER_") and name != POSTGRES_ENV:
+        if name.startswith("SIZER_") and name not in (POSTGRES_ENV, REDIS_ENV):
             monkeypatch.delenv(name)
     get_settings.cache_clear()
     catalog_service.invalidate_cache()

@@ -2,9 +2,8 @@
 
 * Sessions: the cookie carries 256 random bits; only their SHA-256 is stored, so a copy of
   the database cannot be replayed. Each session has its own CSRF token (``csrf_token``).
-* Failed sign-ins are throttled per e-mail and client address (:class:`SignInThrottle`). The
-  counter lives in this process: with several workers each counts alone, so the effective
-  limit is ``workers x MAX_FAILURES``; good enough until a shared store exists (README).
+* Failed sign-ins are throttled per e-mail and client address by :mod:`app.accounts.throttle`
+  (in this process, or in Redis for all workers when ``SIZER_REDIS_URL`` is set).
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import threading
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -162,44 +159,3 @@ def end_session(session: Session, *, session_id: int) -> None:
 
 def list_users(session: Session) -> list[StaffUserRecord]:
     return [_record(row) for row in session.scalars(select(StaffUser).order_by(StaffUser.email))]
-
-
-class SignInThrottle:
-    """Failed sign-ins per (e-mail, client address) in a sliding window, in this process."""
-
-    MAX_FAILURES = 5
-    WINDOW_S = 15 * 60.0
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._failures: dict[tuple[str, str], list[float]] = {}
-
-    def _recent(self, key: tuple[str, str], now: float) -> list[float]:
-        kept = [t for t in self._failures.get(key, []) if now - t < self.WINDOW_S]
-        if kept:
-            self._failures[key] = kept
-        else:
-            self._failures.pop(key, None)
-        return kept
-
-    def retry_after_s(self, *, email: str, client: str) -> int:
-        """Seconds until another attempt is allowed; 0 when allowed now."""
-        now = time.monotonic()
-        with self._lock:
-            recent = self._recent((normalize_email(email), client), now)
-        if len(recent) < self.MAX_FAILURES:
-            return 0
-        return max(1, int(recent[0] + self.WINDOW_S - now) + 1)
-
-    def failed(self, *, email: str, client: str) -> None:
-        now = time.monotonic()
-        key = (normalize_email(email), client)
-        with self._lock:
-            self._recent(key, now)
-            self._failures.setdefault(key, []).append(now)
-            if len(self._failures) > 100_000:  # a flood of made-up e-mails: start over
-                self._failures.clear()
-
-    def succeeded(self, *, email: str, client: str) -> None:
-        with self._lock:
-            self._failures.pop((normalize_email(email), client), None)

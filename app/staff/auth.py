@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.accounts import staff as staff_accounts
+from app.accounts.throttle import SignInThrottling
 from app.config import Settings
 from app.db.session import DbSession
 from app.html import htmx
@@ -24,12 +25,10 @@ router = APIRouter(prefix="/staff", include_in_schema=False)
 TEMPLATE = "staff/sign_in.html"
 
 
-def _throttle(request: Request) -> staff_accounts.SignInThrottle:
-    """One throttle per app (``app.state``), so two apps in one process never share counts."""
-    throttle = getattr(request.app.state, "staff_throttle", None)
-    if not isinstance(throttle, staff_accounts.SignInThrottle):
-        throttle = staff_accounts.SignInThrottle()
-        request.app.state.staff_throttle = throttle
+def _throttle(request: Request) -> SignInThrottling:
+    """The app's throttle (``app.state``, set by :func:`app.staff.routes.register`): one per
+    app in-process, so two apps never share counts; in Redis, every app on it shares them."""
+    throttle: SignInThrottling = request.app.state.staff_throttle
     return throttle
 
 

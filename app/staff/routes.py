@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.accounts.staff import SignInThrottle
+from app.accounts.throttle import throttle_for
 from app.staff import admin as admin_pages
 from app.staff import api_keys, auth, catalog, errors, models, quotes
 from app.staff.deps import check_csrf, require_admin
@@ -26,9 +26,10 @@ def build_routers() -> tuple[APIRouter, APIRouter]:
 
 
 def register(app: FastAPI) -> None:
-    """Add the staff desk to the app: routers and its two error answers."""
+    """Add the staff desk to the app: routers, its two error answers and the sign-in throttle
+    (in Redis when ``app.state.shared_store`` holds one). Call after it is set."""
     public, protected = build_routers()
     app.include_router(public)
     app.include_router(protected)
     errors.register(app)
-    app.state.staff_throttle = SignInThrottle()
+    app.state.staff_throttle = throttle_for(app.state.shared_store)

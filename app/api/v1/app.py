@@ -13,9 +13,10 @@ from fastapi.openapi.utils import get_openapi
 
 from app.api.v1 import catalog, docs, estimates, problems, quote_requests
 from app.api.v1.limits import BodyLimitMiddleware
-from app.api.v1.ratelimit import FixedWindowLimiter, RateLimiter, RateLimitHeaders
+from app.api.v1.ratelimit import RateLimiter, RateLimitHeaders, limiter_for
 from app.config import Settings
 from app.db.session import SessionFactory
+from app.shared_store import SharedStore
 
 DESCRIPTION = (
     "Size fine-tuning jobs with the shop's engine, read the catalog, and request quotes for "
@@ -28,7 +29,9 @@ DESCRIPTION = (
 
 
 def create_api(settings: Settings, session_factory: SessionFactory, *,
-               rate_limiter: RateLimiter | None = None) -> FastAPI:
+               rate_limiter: RateLimiter | None = None,
+               store: SharedStore | None = None) -> FastAPI:
+    """The v1 app. Its rate limiter counts in ``store`` (Redis) when there is one."""
     api = FastAPI(
         title="GPU Sizer partner API", version="1", description=DESCRIPTION,
         openapi_url="/openapi.json", docs_url=None, redoc_url=None,
@@ -36,7 +39,7 @@ def create_api(settings: Settings, session_factory: SessionFactory, *,
     )
     api.state.settings = settings
     api.state.session_factory = session_factory
-    api.state.rate_limiter = rate_limiter or FixedWindowLimiter()
+    api.state.rate_limiter = rate_limiter or limiter_for(store)
     api.include_router(catalog.router)
     api.include_router(estimates.router)
     api.include_router(quote_requests.router)

@@ -1,10 +1,18 @@
-"""Per-key rate limits behind a small interface: in-process now, Redis later (issue 8).
+"""Per-key rate limits behind a small interface: in-process, or in Redis for all workers.
 
 A :class:`RateLimiter` answers one question per request, "may this key make one more request
-in its current window?", and says how many remain and when the window resets. The in-process
-:class:`FixedWindowLimiter` keeps a counter per key and clock minute; several workers each
-count on their own, so a shared store (Redis ``INCR`` + ``EXPIRE`` on ``key:window``, the same
-fixed window) implements the same protocol for a multi-worker deployment.
+in its current window?", and says how many remain and when the window resets. Both
+implementations count per key and clock minute (fixed window):
+
+* :class:`FixedWindowLimiter` keeps the counters in this process. With several workers each
+  counts on its own, so a key gets up to workers x its limit; the default without
+  ``SIZER_REDIS_URL``.
+* :class:`RedisFixedWindowLimiter` keeps them in Redis (``INCR`` + ``EXPIRE`` on
+  ``key:window`` in one MULTI), so every worker and host shares one count. Redis is not allowed
+  to take the API down: when it does not answer, the limiter FAILS OPEN to an in-process
+  :class:`FixedWindowLimiter` (per-worker limits, as without Redis) and logs one warning per
+  outage (:mod:`app.shared_store`). A partner then gets up to workers x its limit for the
+  outage, which is what every deployment without Redis accepts anyway.
 
 Headers (IETF draft "RateLimit header fields for HTTP", the separate-field form):
 ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` (seconds until the window
@@ -20,8 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+import redis
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.shared_store import SharedStore
 
 WINDOW_SECONDS = 60
 
@@ -73,6 +84,47 @@ class FixedWindowLimiter:
             count += 1
             self._counts[key] = (window, count)
         return RateDecision(True, limit, limit - count, reset)
+
+
+class RedisFixedWindowLimiter:
+    """Counters per key and clock minute in Redis, shared by every worker using the store.
+
+    The window comes from this host's clock (hosts run NTP; a skew of a second shifts the
+    window edge by that second, nothing more). Each key expires two windows after it was
+    created, so Redis never holds more than the current and the previous minute.
+    """
+
+    def __init__(self, store: SharedStore, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._clock = clock
+        self._fallback = FixedWindowLimiter(clock)
+
+    def hit(self, key: str, *, limit: int) -> RateDecision:
+        if self._store.available():
+            try:
+                return self._hit_redis(key, limit)
+            except redis.RedisError as error:
+                self._store.unavailable(error)
+        return self._fallback.hit(key, limit=limit)
+
+    def _hit_redis(self, key: str, limit: int) -> RateDecision:
+        now = self._clock()
+        window = int(now // WINDOW_SECONDS)
+        reset = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+        name = self._store.key("api", key, str(window))
+        with self._store.client.pipeline(transaction=True) as pipe:
+            pipe.incr(name)
+            pipe.expire(name, 2 * WINDOW_SECONDS)
+            count, _ = pipe.execute()
+        self._store.answered()
+        # Denied hits count too (unlike in-process); the answer is the same: over is over.
+        allowed = int(count) <= limit
+        return RateDecision(allowed, limit, max(0, limit - int(count)), reset)
+
+
+def limiter_for(store: SharedStore | None) -> RateLimiter:
+    """Redis when ``SIZER_REDIS_URL`` gave a store, this process otherwise."""
+    return FixedWindowLimiter() if store is None else RedisFixedWindowLimiter(store)
 
 
 class RateLimitHeaders:

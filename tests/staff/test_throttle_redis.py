@@ -1,0 +1,112 @@
+"""Sign-in throttling in Redis: failures on every worker (here: throttles, whole apps) add up.
+
+Against the real Redis of ``redis_target`` (tests/conftest.py): skipped when it does not
+answer, failed under CI=true. The outage test needs no Redis: it points at a closed port.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.accounts.throttle import (
+    MAX_FAILURES,
+    WINDOW_S,
+    RedisSignInThrottle,
+    SignInThrottle,
+    throttle_for,
+)
+from app.config import load_settings
+from app.db.session import SessionFactory
+from app.shared_store import SharedStore, connect
+from tests.conftest import RedisTarget
+from tests.staff.conftest import ADMIN, SALES, hidden
+
+WHO = {"email": "Sales@Shop.example ", "client": "203.0.113.7"}
+
+
+def store(url: str, prefix: str = "gpusizer-test:") -> SharedStore:
+    found = connect(load_settings(redis_url=url, redis_key_prefix=prefix))
+    assert found is not None
+    return found
+
+
+def test_without_a_redis_url_the_throttle_is_in_process() -> None:
+    assert isinstance(throttle_for(None), SignInThrottle)
+
+
+def test_two_throttles_share_the_failures(redis_target: RedisTarget) -> None:
+    now = [1_000_000.0]
+    first, second = (RedisSignInThrottle(store(redis_target.url, redis_target.prefix),
+                                         clock=lambda: now[0]) for _ in range(2))
+    for i in range(MAX_FAILURES - 1):
+        (first if i % 2 else second).failed(**WHO)
+        now[0] += 10
+    assert first.retry_after_s(**WHO) == 0 and second.retry_after_s(**WHO) == 0
+    second.failed(email="sales@shop.example", client=WHO["client"])  # same pair, normalised
+    # Locked until the first failure leaves the window: 15 min after it, i.e. 40 s sooner.
+    assert first.retry_after_s(**WHO) == int(WINDOW_S) - 40 + 1
+    assert second.retry_after_s(**WHO) == int(WINDOW_S) - 40 + 1
+    assert first.retry_after_s(email=WHO["email"], client="198.51.100.1") == 0
+    now[0] += WINDOW_S - 40  # the first failure is out of the window: four remain
+    assert first.retry_after_s(**WHO) == 0
+    second.failed(**WHO)
+    assert first.retry_after_s(**WHO) > 0
+    second.succeeded(**WHO)  # a good sign-in on one worker clears the pair for all
+    assert first.retry_after_s(**WHO) == 0
+
+
+def test_keys_hold_no_e_mail_or_address_and_expire(redis_target: RedisTarget) -> None:
+    throttle = RedisSignInThrottle(store(redis_target.url, redis_target.prefix))
+    throttle.failed(**WHO)
+    (key,) = redis_target.keys()
+    assert key.startswith(f"{redis_target.prefix}signin:")
+    assert "shop" not in key.lower() and "203.0.113" not in key
+    assert 0 < redis_target.client.ttl(key) <= WINDOW_S + 1
+
+
+def test_two_apps_share_the_lock(
+    make_client: Callable[..., TestClient], users: SessionFactory, redis_target: RedisTarget
+) -> None:
+    """Five wrong passwords spread over two apps (two workers) lock the pair on both."""
+    workers = []
+    for _ in range(2):
+        client = make_client(**redis_target.settings())
+        client.headers["Accept-Language"] = "en"
+        workers.append((client, hidden(client.get("/staff/sign-in").text, "csrf_token")))
+
+    def attempt(n: int, who: tuple[str, str]) -> int:
+        client, token = workers[n % 2]
+        return client.post("/staff/sign-in", data={
+            "csrf_token": token, "email": who[0], "password": who[1]}).status_code
+
+    assert [attempt(i, (ADMIN[0], "nope-nope-nope")) for i in range(5)] == [422] * 5
+    for n in range(2):
+        client, token = workers[n]
+        locked = client.post("/staff/sign-in", data={
+            "csrf_token": token, "email": ADMIN[0], "password": ADMIN[1]})
+        assert locked.status_code == 429 and "Too many failed attempts" in locked.text
+        assert re.search(r"Try again in 1[45] minutes", locked.text)
+    assert attempt(0, SALES) == 303  # another e-mail from the same address is not locked
+    # An app without SIZER_REDIS_URL counts in its own process and knows nothing of these.
+    alone = make_client()
+    token = hidden(alone.get("/staff/sign-in").text, "csrf_token")
+    assert alone.post("/staff/sign-in", data={
+        "csrf_token": token, "email": ADMIN[0], "password": ADMIN[1]}).status_code == 303
+
+
+def test_an_unreachable_redis_throttles_per_worker(caplog: pytest.LogCaptureFixture) -> None:
+    """Fails open to this process's throttle: still locked after five, one warning logged."""
+    throttle = RedisSignInThrottle(store("redis://127.0.0.1:1/0"))
+    with caplog.at_level(logging.WARNING, logger="app.shared_store"):
+        for _ in range(MAX_FAILURES):
+            assert throttle.retry_after_s(**WHO) == 0
+            throttle.failed(**WHO)
+        assert throttle.retry_after_s(**WHO) > 0
+        throttle.succeeded(**WHO)
+        assert throttle.retry_after_s(**WHO) == 0
+    assert len([r for r in caplog.records if "Redis unreachable" in r.getMessage()]) == 1
