@@ -18,7 +18,7 @@ from app.engine import EstimateResult, Job
 from app.engine.activations import ATTENTIONS
 from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
 from app.errors import DomainError
-from app.estimates import service
+from app.estimates import inline_config, service
 
 GB = 10**9
 
@@ -66,14 +66,29 @@ def _targets(value: str) -> str | tuple[str, ...]:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
+    """The config.json at ``path``, held to the bounds the page and the API hold it to
+    (:mod:`app.estimates.inline_config`); any problem is a DomainError naming the file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:
+            raw = handle.read(inline_config.MAX_CONFIG_BYTES + 1)
     except OSError as error:
         raise DomainError(f"model-config: cannot read {path}: {error.strerror}") from error
+    if len(raw) > inline_config.MAX_CONFIG_BYTES:
+        raise DomainError(
+            f"model-config: {path} is larger than {inline_config.MAX_CONFIG_BYTES // 1024} KB"
+        )
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DomainError(f"model-config: {path} is not a JSON file ({error})") from error
+    except RecursionError as error:
+        raise DomainError(f"model-config: {path} is nested too deeply") from error
     if not isinstance(data, dict):
         raise DomainError(f"model-config: {path} does not hold a JSON object")
+    try:
+        inline_config.check_values(data)
+    except inline_config.ConfigValueError as error:
+        raise DomainError(f"model-config: {path}: {error.reason}") from error
     return data
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import gettext
 import io
+import math
 from collections.abc import Sequence
-from decimal import Decimal
+from contextlib import AbstractContextManager
+from decimal import Context, Decimal, getcontext, localcontext
 from functools import lru_cache
 from pathlib import Path
 
@@ -88,16 +90,28 @@ def _locale(lang: str) -> Locale:
         return Locale.parse("en")
 
 
+def _digits(value: Decimal | int | float) -> AbstractContextManager[Context]:
+    """A decimal context with enough digits to format ``value`` to the unit.
+
+    Babel rounds in the current decimal context, whose 28 digits a job with absurd (but
+    accepted) dimensions exceeds: 2**52 layers of width 2**52 are ~10**47 parameters."""
+    exponent = Decimal(value).adjusted() if math.isfinite(value) else 0
+    return localcontext(prec=max(getcontext().prec, exponent + 8))
+
+
 def format_gb(value_bytes: int | float, lang: str) -> str:
     """Bytes as decimal gigabytes: one decimal below 100 GB, none above ("1.129 GB" in de)."""
     value = float(value_bytes) / GB
     pattern = "#,##0" if abs(value) >= 100 else "#,##0.0"
-    return f"{format_decimal(value, format=pattern, locale=_locale(lang))}\u00a0GB"
+    with _digits(value):
+        formatted = format_decimal(value, format=pattern, locale=_locale(lang))
+    return f"{formatted}\u00a0GB"
 
 
 def format_number(value: int | float, lang: str) -> str:
     """A whole or decimal number with the locale's grouping and decimal sign."""
-    return format_decimal(value, locale=_locale(lang))
+    with _digits(value):
+        return format_decimal(value, locale=_locale(lang))
 
 
 def format_eur(value: Decimal | int | float, lang: str) -> str:

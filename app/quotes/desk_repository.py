@@ -7,6 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.tables import Partner, QuoteLine, QuoteRequest
+from app.quotes.repository import is_lookup_key
 
 
 def list_rows(
@@ -26,6 +27,8 @@ def list_rows(
 
 def get_row(session: Session, *, reference: str) -> QuoteRequest | None:
     """One request with its lines loaded."""
+    if not is_lookup_key(reference):
+        return None
     return session.scalars(
         select(QuoteRequest).options(selectinload(QuoteRequest.lines))
         .where(QuoteRequest.reference == reference)
@@ -33,6 +36,8 @@ def get_row(session: Session, *, reference: str) -> QuoteRequest | None:
 
 
 def get_row_by_token(session: Session, *, token: str) -> QuoteRequest | None:
+    if not is_lookup_key(token):
+        return None
     return session.scalars(
         select(QuoteRequest).options(selectinload(QuoteRequest.lines))
         .where(QuoteRequest.token == token)

@@ -19,7 +19,7 @@ from app.catalog.schemas import Catalog
 from app.db.tables import QuoteLine, QuoteRequest
 from app.errors import NotFound
 from app.estimates.service import EstimateRequest
-from app.quotes import pricing, service
+from app.quotes import pricing, repository, service
 from app.quotes.schemas import Contact, ItemKind
 
 PRICED_STATUSES: tuple[str, ...] = ("sent", "accepted", "expired")
@@ -114,7 +114,7 @@ def get_request(session: Session, *, partner_id: int, reference: str) -> Partner
         select(QuoteRequest).where(
             QuoteRequest.reference == reference[:16], QuoteRequest.partner_id == partner_id
         )
-    ).one_or_none()
+    ).one_or_none() if repository.is_lookup_key(reference[:16]) else None
     if row is None:
         raise NotFound(f"quote request: no request {reference[:16]!r} of yours")
     lines = list(session.scalars(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC
 
 from sqlalchemy import select
@@ -9,6 +10,15 @@ from sqlalchemy.orm import Session
 
 from app.db.tables import QuoteRequest
 from app.quotes.schemas import Contact, QuoteRequestRecord
+
+LOOKUP_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a token (``secrets.token_urlsafe``) and a reference (``Q-XXXXXXXX``) are made of."""
+
+
+def is_lookup_key(text: str) -> bool:
+    """Whether ``text`` could name a stored request. Anything else never reaches the database,
+    which may refuse it outright (PostgreSQL's text cannot hold a NUL)."""
+    return LOOKUP_KEY.fullmatch(text) is not None
 
 
 def _record(row: QuoteRequest) -> QuoteRequestRecord:
@@ -35,6 +45,8 @@ def add(session: Session, row: QuoteRequest) -> QuoteRequestRecord:
 
 
 def get_by_token(session: Session, token: str) -> QuoteRequestRecord | None:
+    if not is_lookup_key(token):
+        return None
     row = session.scalars(select(QuoteRequest).where(QuoteRequest.token == token)).one_or_none()
     return _record(row) if row is not None else None
 

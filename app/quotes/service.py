@@ -28,6 +28,9 @@ TOKEN_BYTES = 24
 REFERENCE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 MAX_QUANTITY = 1000
 _UNSAFE = re.compile(r"[<>\x00-\x08\x0b\x0c\x0e-\x1f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+"""Control characters but tab and line breaks: free text (a message, a reference) may hold
+markup, which every page escapes, but never these (PostgreSQL's text cannot even hold NUL)."""
 
 
 def _reference(session: Session) -> str:
@@ -37,7 +40,8 @@ def _reference(session: Session) -> str:
             return candidate
 
 
-def _check(contact: Contact) -> None:
+def _check(contact: Contact, partner_reference: str | None = None) -> None:
+    """Raise InvalidInput naming the first field that cannot be stored as given."""
     for name in ("name", "company", "email", "country"):
         if not getattr(contact, name):
             raise InvalidInput(f"{name}: required")
@@ -45,6 +49,9 @@ def _check(contact: Contact) -> None:
         value = getattr(contact, name)
         if value and _UNSAFE.search(value):
             raise InvalidInput(f"{name}: must not contain markup or control characters")
+    for name, value in (("message", contact.message), ("partner_reference", partner_reference)):
+        if value and _CONTROL.search(value):
+            raise InvalidInput(f"{name}: must not contain control characters")
     if not 1 <= contact.quantity <= MAX_QUANTITY:
         raise InvalidInput(f"quantity: must be from 1 to {MAX_QUANTITY}")
 
@@ -92,7 +99,7 @@ def create_request(
     """Store a quote request with its sizing snapshot. Raises InvalidInput / NotFound.
 
     ``partner_id`` marks a request a partner made through the API for its customer."""
-    _check(contact)
+    _check(contact, partner_reference)
     sizing = estimates_service.sizing(catalog, estimate)
     name, price, item_fit = _item(catalog, sizing, item_kind, item_slug)
     row = QuoteRequest(

@@ -28,13 +28,14 @@ from app.engine.states import (
     Quant,
     Sharding,
 )
+from app.estimates import inline_config
 from app.estimates.service import EstimateRequest
 from app.html import forms
 from app.html.forms import N_, FieldErrors
 
 CUSTOM_MODEL: Final = "custom"
 DEFAULT_MODEL: Final = "llama-3.1-8b"
-MAX_CONFIG_BYTES: Final = 256 * 1024
+MAX_CONFIG_BYTES: Final = inline_config.MAX_CONFIG_BYTES
 MAX_BATCH: Final = 4096
 MAX_SEQ: Final = 1 << 20
 MAX_GPUS: Final = 1024
@@ -69,6 +70,14 @@ OFFLOAD_LABELS: Final = {
     "none": N_("None"), "optimizer": N_("Optimizer states to CPU"),
     "optimizer+params": N_("Optimizer states and weights to CPU"),
 }
+
+CONFIG_VALUE_MESSAGES: Final[dict[inline_config.Problem, str]] = {
+    "depth": N_("A config.json may be nested at most %(max)s levels deep."),
+    "not_finite": N_("A config.json may not contain NaN or Infinity."),
+    "too_large": N_("A number in this config.json is too large (at most 2^53)."),
+    "not_unicode": N_("A config.json may only contain valid Unicode text."),
+}
+"""What the page says for each bound of :mod:`app.estimates.inline_config`."""
 
 # Engine field -> form field, to put an engine error beside its control.
 ENGINE_FIELDS: Final = {
@@ -207,6 +216,12 @@ def _parse_config(text: str, errors: FieldErrors) -> Mapping[str, Any] | None:
         return None
     if not isinstance(config, dict):
         errors.add("config", N_("A config.json is a JSON object ({...})."))
+        return None
+    try:
+        inline_config.check_values(config)
+    except inline_config.ConfigValueError as error:
+        params = {"max": inline_config.MAX_DEPTH} if error.problem == "depth" else {}
+        errors.add("config", CONFIG_VALUE_MESSAGES[error.problem], **params)
         return None
     return config
 

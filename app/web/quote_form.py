@@ -20,6 +20,7 @@ COUNTRIES: Final = (
 EMAIL = re.compile(r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\"]+$")
 VAT_ID = re.compile(r"^[A-Z]{2}[0-9A-Z+*.]{2,12}$")
 MARKUP = re.compile(r"[<>]")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 ITEM = re.compile(r"^(gpu|system):([a-z0-9][a-z0-9.-]{0,63})$")
 
 
@@ -42,8 +43,16 @@ def _no_markup(value: str, name: str, errors: FieldErrors) -> None:
         errors.add(name, N_("Please leave out < and >."))
 
 
+def _no_control(data: Mapping[str, str], errors: FieldErrors) -> None:
+    """Control characters (but tab and line breaks) can't be typed and can't be stored."""
+    for name in ("name", "company", "email", "country", "vat_id", "message"):
+        if CONTROL.search(data.get(name, "")):
+            errors.add(name, N_("Please leave out control characters."))
+
+
 def parse_contact(data: Mapping[str, str]) -> tuple[Contact, FieldErrors]:
     errors = FieldErrors()
+    _no_control(data, errors)
     name = forms.text(data, "name", errors, required=True, max_length=200)
     _no_markup(name, "name", errors)
     company = forms.text(data, "company", errors, required=True, max_length=200)

@@ -11,7 +11,6 @@ of VAT, with two places (``"8990.00"``), or null for "price on request".
 
 from __future__ import annotations
 
-import math
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
@@ -19,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from app.engine.activations import Attention
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
+from app.estimates import inline_config
 
-MAX_CONFIG_BYTES = 256 * 1024
+MAX_CONFIG_BYTES = inline_config.MAX_CONFIG_BYTES
 """An inline config.json may be at most 256 KB (as on the storefront); larger is 413."""
-MAX_JSON_INT = 2**53
+MAX_JSON_INT = inline_config.MAX_JSON_INT
 """Numbers inside an inline config.json are kept within what JSON parsers hold exactly."""
 
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -149,23 +149,12 @@ class ModelPage(_Out):
 # --- estimates -----------------------------------------------------------------------------
 
 
-def _check_json_numbers(value: Any, depth: int = 0) -> None:
-    if depth > 32:
-        raise ValueError("nested more than 32 levels deep")
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError("numbers must be finite (no NaN or Infinity)")
-    elif isinstance(value, int):
-        if abs(value) > MAX_JSON_INT:
-            raise ValueError(f"integers must be within +-2**53 (got {len(str(value))} digits)")
-    elif isinstance(value, dict):
-        for item in value.values():
-            _check_json_numbers(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            _check_json_numbers(item, depth + 1)
+def not_a_boolean(value: Any) -> Any:
+    """Refuse JSON ``true`` and ``false`` where a number belongs: pydantic's lax mode would
+    read them as 1 and 0, so ``"batch_size": true`` would size a batch of one."""
+    if isinstance(value, bool):
+        raise ValueError("Input should be a number, not true or false")
+    return value
 
 
 class EstimateInput(BaseModel):
@@ -212,11 +201,17 @@ class EstimateInput(BaseModel):
         description="Hold the job against these cards only; default every card.",
     )
 
+    @field_validator("lora_rank", "lora_dropout", "batch_size", "seq_len", "gpus",
+                     "gradient_accumulation", mode="before")
+    @classmethod
+    def _numbers_only(cls, value: Any) -> Any:
+        return not_a_boolean(value)
+
     @field_validator("inline_config")
     @classmethod
     def _finite(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
-            _check_json_numbers(value)
+            inline_config.check_values(value)  # a ConfigValueError is a ValueError: a 422
         return value
 
 
@@ -360,6 +355,11 @@ class QuoteRequestIn(BaseModel):
         str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)
     ] | None = Field(default=None, description="Your own reference for this request.")
     locale: Literal["de", "en"] = "en"
+
+    @field_validator("quantity", mode="before")
+    @classmethod
+    def _number_only(cls, value: Any) -> Any:
+        return not_a_boolean(value)
 
 
 class QuoteLineOut(_Out):

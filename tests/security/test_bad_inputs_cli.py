@@ -1,0 +1,101 @@
+"""The bad-input catalogue against ``sizer estimate`` (its ``main``, in-process, on the seeded
+test database): exit status 2, one line on stderr that names the option or field, no
+traceback, nothing on stdout, and no table gains or loses a row. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from tests.security.catalogue import CALCULATOR, FIELDS, BadInput, nested
+from tests.security.conftest import RowCounts, Shop
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def sizer(*argv: str) -> Run:
+    """``sizer`` as a user runs it, without a process: what it prints and its exit status.
+    An exception escaping ``main`` is what a user would see as a traceback."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        except Exception as error:  # the test's whole point: nothing may escape main
+            pytest.fail(f"sizer {' '.join(argv)[:200]} raised {error!r} (a traceback)")
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def arguments(entry: BadInput, tmp_path: Path) -> list[str]:
+    """A valid ``sizer estimate`` command with the entry's option (and its context) set."""
+    options = {"--model": "llama-3.1-8b", "--method": "lora"}
+    for name, value in entry.context.items():
+        options[str(FIELDS[name].cli)] = value
+    if entry.field == "config":
+        path = tmp_path / "config.json"
+        path.write_bytes(entry.as_text.encode("utf-8", "surrogatepass"))
+        del options["--model"]
+        options["--model-config"] = str(path)
+    else:
+        options[str(FIELDS[entry.field].cli)] = entry.as_text
+    return ["estimate", *(f"{option}={value}" for option, value in options.items()),
+            "--format", "json"]
+
+
+@pytest.fixture
+def on_the_shop(shop: Shop, monkeypatch: pytest.MonkeyPatch) -> Shop:
+    """``sizer`` reads the seeded test database."""
+    monkeypatch.setenv("SIZER_DATABASE_URL", shop.database_url)
+    return shop
+
+
+def test_the_baseline_command_works(on_the_shop: Shop) -> None:
+    """The catalogue's commands differ from this one in one option only."""
+    run = sizer("estimate", "--model=llama-3.1-8b", "--method=lora", "--format", "json")
+    assert run.code == 0, run.stderr
+    assert '"engine_version"' in run.stdout
+
+
+@pytest.mark.parametrize("entry", [e for e in CALCULATOR if e.applies_to("cli")],
+                         ids=lambda e: e.id)
+def test_sizer_estimate_refuses_it_in_one_line(
+    on_the_shop: Shop, row_counts: Callable[[], RowCounts], entry: BadInput, tmp_path: Path
+) -> None:
+    before = row_counts()
+
+    run = sizer(*arguments(entry, tmp_path))
+
+    assert run.code == 2, (run.code, run.stdout[:300], run.stderr[:300])
+    assert run.stdout == ""
+    assert run.stderr.startswith("sizer estimate: error: "), run.stderr[:300]
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert row_counts() == before
+
+
+def test_a_nesting_bomb_is_one_line_in_a_real_process(tmp_path: Path) -> None:
+    """The deepest document, through a real interpreter: still no traceback."""
+    path = tmp_path / "config.json"
+    path.write_text(nested(100_000), encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "estimate", "--model-config", str(path),
+         "--method", "lora"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "SIZER_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"},
+    )
+    assert run.returncode == 2
+    assert run.stderr == f"sizer estimate: error: model-config: {path} is nested too deeply\n"
