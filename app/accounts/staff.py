@@ -23,7 +23,8 @@ from app.errors import Conflict, InvalidInput
 
 SESSION_TOKEN_BYTES = 32
 CSRF_TOKEN_BYTES = 32
-EMAIL = re.compile(r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\"]+$")
+MAX_EMAIL_LENGTH = 254  # RFC 5321's limit on a forward path, less the angle brackets
+EMAIL = re.compile(r"^[^@\s<>\"\x00-\x1f\x7f]+@[^@\s<>\"\x00-\x1f\x7f]+\.[^@\s<>\"\x00-\x1f\x7f]+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ def create_user(
 ) -> StaffUserRecord:
     """A new staff user; InvalidInput for a bad e-mail, password or role, Conflict if taken."""
     email = normalize_email(email)
-    if not EMAIL.match(email) or len(email) > 254:
+    if not EMAIL.match(email) or len(email) > MAX_EMAIL_LENGTH:
         raise InvalidInput("email: not an e-mail address")
     if role not in STAFF_ROLES:
         raise InvalidInput(f"role: must be one of {', '.join(STAFF_ROLES)}")
@@ -105,9 +106,12 @@ def create_user(
 def authenticate(session: Session, *, email: str, password: str) -> StaffUserRecord | None:
     """The active user with this e-mail and password, else None (same work either way)."""
     email = normalize_email(email)
+    # An address no user can have (a NUL byte, which PostgreSQL refuses in any query, or 300
+    # characters of junk) is a wrong sign-in without asking the database.
+    possible = len(email) <= MAX_EMAIL_LENGTH and EMAIL.match(email) is not None
     row = session.scalars(
         select(StaffUser).where(func.lower(StaffUser.email) == email)
-    ).one_or_none()
+    ).one_or_none() if possible else None
     if row is None or not row.active:
         passwords.verify_password(passwords.dummy_hash(), password)
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import pytest
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
@@ -209,3 +210,19 @@ def test_an_expired_session_on_an_htmx_post_returns_to_the_page_after_sign_in(
     response = client.post("/staff/catalog/gpus/rtx-pro-6000", headers={
         "HX-Request": "true", "HX-Current-URL": "http://testserver/staff/catalog/gpus/x?a=1"})
     assert response.headers["HX-Redirect"] == "/staff/sign-in?next=/staff/catalog/gpus/x%3Fa%3D1"
+
+
+@pytest.mark.parametrize("email", ["admin@shop.example\x00", "\x00", "a" * 10_000 + "@x.de",
+                                   "<script>alert(1)</script>", "'; DROP TABLE staff_user; --"])
+def test_impossible_e_mails_are_a_wrong_sign_in_not_a_server_error(
+    make_client: Callable[..., TestClient], users: SessionFactory, email: str
+) -> None:
+    client = make_client()
+    client.headers["Accept-Language"] = "en"
+    token = hidden(client.get("/staff/sign-in").text, "csrf_token")
+    response = client.post("/staff/sign-in", data={
+        "csrf_token": token, "email": email, "password": "whatever-password"})
+    assert response.status_code == 422
+    assert "<script>alert(1)</script>" not in response.text
+    with users() as session:
+        assert session.scalar(select(func.count()).select_from(StaffSession)) == 0
