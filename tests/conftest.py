@@ -35,6 +35,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+from app.accounts import api_keys
 from app.catalog import service as catalog_service
 from app.config import get_settings
 from app.db import migrate
@@ -142,9 +143,11 @@ def _isolated_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             monkeypatch.delenv(name)
     get_settings.cache_clear()
     catalog_service.invalidate_cache()
+    api_keys.forget_checked_keys()
     yield
     get_settings.cache_clear()
     catalog_service.invalidate_cache()
+    api_keys.forget_checked_keys()
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

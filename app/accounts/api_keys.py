@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
+import time
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -36,6 +38,15 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 key is still in use, to the minute (the CLI shows minutes); writing it on every request made
 each API call an UPDATE and a commit, a third of an estimate's server time under load."""
 """Longer bearer values are rejected before hashing."""
+PRINCIPAL_CACHE_S = 1.0
+"""How long a worker trusts a key it has just checked, without asking the database again. Each
+API call was one database round trip for the key alone; a key revoked in this process stops at
+once (the cache is dropped), one revoked elsewhere (``sizer apikey revoke``, another worker)
+within this second."""
+
+_clock = time.monotonic
+_lock = threading.Lock()
+_principals: dict[tuple[str, str], tuple[float, ApiPrincipal]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +166,7 @@ def revoke_key(session: Session, *, prefix: str) -> ApiKeyRecord:
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         session.flush()
+    forget_checked_keys()
     return _record(key, partner)
 
 
@@ -165,6 +177,10 @@ def authenticate(session: Session, *, plaintext: str) -> ApiPrincipal | None:
     transaction."""
     if not plaintext.startswith(KEY_SCHEME) or len(plaintext) > MAX_KEY_LENGTH:
         return None
+    cache_key = (str(session.get_bind().engine.url), hash_key(plaintext))
+    hit = _principals.get(cache_key)
+    if hit is not None and _clock() - hit[0] < PRINCIPAL_CACHE_S:
+        return hit[1]
     row = session.execute(
         select(ApiKey, Partner)
         .join(Partner, ApiKey.partner_id == Partner.id)
@@ -180,7 +196,16 @@ def authenticate(session: Session, *, plaintext: str) -> ApiPrincipal | None:
     if last_used is None or now - last_used >= LAST_USED_RESOLUTION:
         key.last_used_at = now
         session.flush()
-    return ApiPrincipal(
+    principal = ApiPrincipal(
         key_prefix=key.prefix, partner_id=partner.id, partner_slug=partner.slug,
         rate_limit_per_minute=key.rate_limit_per_minute,
     )
+    with _lock:
+        _principals[cache_key] = (_clock(), principal)
+    return principal
+
+
+def forget_checked_keys() -> None:
+    """Drop every cached key check in this process (after a revocation, between tests)."""
+    with _lock:
+        _principals.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import pytest
@@ -74,9 +75,12 @@ def test_the_snapshot_is_cached_between_calls(session: Session, make_gpu: Any) -
     assert catalog_service.get_catalog(session) is first
 
 
-def test_another_workers_write_reloads_the_cache_through_the_revision(
-    session_factory: SessionFactory, session: Session, make_gpu: Any
+def test_another_workers_write_reloads_the_cache_within_the_check_interval(
+    session_factory: SessionFactory, session: Session, make_gpu: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(catalog_service, "_clock", lambda: now[0])
     make_gpu(session, slug="g", name="Old name")
     session.commit()
     assert catalog_service.get_gpu(session, slug="g").name == "Old name"
@@ -87,7 +91,34 @@ def test_another_workers_write_reloads_the_cache_through_the_revision(
         repository.bump_revision(other)
     session.commit()  # end our read transaction so we see the other worker's commit
 
+    now[0] += catalog_service.REVISION_CHECK_INTERVAL_S / 2
+    assert catalog_service.get_gpu(session, slug="g").name == "Old name"  # not asked yet
+    now[0] += catalog_service.REVISION_CHECK_INTERVAL_S / 2
     assert catalog_service.get_gpu(session, slug="g").name == "New name"
+
+
+def test_the_revision_is_asked_at_most_once_per_interval(
+    session: Session, make_gpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(catalog_service, "_clock", lambda: now[0])
+    asked: list[int] = []
+    real = repository.get_revision
+
+    def counting(s: Session) -> tuple[int, str]:
+        asked.append(1)
+        return real(s)
+
+    monkeypatch.setattr(repository, "get_revision", counting)
+    make_gpu(session, slug="g")
+    session.commit()
+    for _ in range(5):
+        catalog_service.get_catalog(session)
+    assert len(asked) == 1
+    now[0] += catalog_service.REVISION_CHECK_INTERVAL_S
+    first = catalog_service.get_catalog(session)
+    assert len(asked) == 2
+    assert catalog_service.get_catalog(session) is first  # same revision: same snapshot
 
 
 def test_a_local_write_invalidates_the_cache(session: Session, make_gpu: Any) -> None:
@@ -116,6 +147,8 @@ def test_the_cached_catalog_is_served_while_the_database_is_down(
         raise OperationalError("SELECT revision", {}, ConnectionError("server closed"))
 
     monkeypatch.setattr(repository, "get_revision", database_down)
+    monkeypatch.setattr(catalog_service, "_clock",
+                        lambda: time.monotonic() + catalog_service.REVISION_CHECK_INTERVAL_S)
     assert catalog_service.get_catalog(session) is cached
     assert catalog_service.get_gpu(session, slug="g").slug == "g"
 

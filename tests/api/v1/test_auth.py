@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from app.accounts import api_keys
 from app.cli import main as sizer
+from app.db.base import utcnow
 from app.db.session import SessionFactory
 from app.db.tables import ApiKey, Partner
 from tests.api.v1.conftest import assert_problem
@@ -80,8 +81,11 @@ def test_use_is_recorded_and_only_the_hash_is_stored(
 
 
 def test_use_is_written_at_most_once_a_minute(
-    client: TestClient, auth: dict[str, str], seeded: SessionFactory
+    client: TestClient, auth: dict[str, str], seeded: SessionFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(api_keys, "_clock", lambda: now[0])
     client.get("/api/v1/gpus", headers=auth)
     with seeded() as session:
         first = session.scalars(select(ApiKey)).one().last_used_at
@@ -91,10 +95,26 @@ def test_use_is_written_at_most_once_a_minute(
         assert row.last_used_at == first
         assert first is not None
         row.last_used_at = first - api_keys.LAST_USED_RESOLUTION
+    now[0] += api_keys.PRINCIPAL_CACHE_S  # the key is looked up again
     client.get("/api/v1/gpus", headers=auth)
     with seeded() as session:
         later = session.scalars(select(ApiKey)).one().last_used_at
         assert later is not None and later > first
+
+
+def test_a_key_revoked_by_another_process_stops_within_the_cache_interval(
+    client: TestClient, key: str, auth: dict[str, str], seeded: SessionFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(api_keys, "_clock", lambda: now[0])
+    assert client.get("/api/v1/gpus", headers=auth).status_code == 200
+    with seeded.begin() as session:  # `sizer apikey revoke` elsewhere: our cache is untouched
+        session.scalars(select(ApiKey)).one().revoked_at = utcnow()
+    now[0] += api_keys.PRINCIPAL_CACHE_S / 2
+    assert client.get("/api/v1/gpus", headers=auth).status_code == 200
+    now[0] += api_keys.PRINCIPAL_CACHE_S / 2
+    assert_problem(client.get("/api/v1/gpus", headers=auth), 401)
 
 
 def test_issue_list_revoke_as_services(seeded: SessionFactory) -> None:
