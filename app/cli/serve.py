@@ -42,6 +42,8 @@ def _serve(args: argparse.Namespace) -> int:
         workers=None if args.reload else args.workers,
         reload=args.reload,
         reload_dirs=_reload_dirs() if args.reload else None,
+        # Templates are read once per process (app/html/templating.py); --reload restarts on them.
+        reload_includes=["*.py", "*.html", "*.svg", "*.css", "*.po"] if args.reload else None,
         proxy_headers=True,
         log_config=None,  # keep our JSON logging (app/ops/logs.py)
         access_log=False,  # the request middleware logs each request once, with its id
