@@ -41,6 +41,7 @@ from app.config import get_settings
 from app.db import migrate
 from app.db.session import SessionFactory, make_engine, make_session_factory
 from app.db.tables import GpuSku, ModelCard, System
+from app.estimates import service as estimates_service
 
 POSTGRES_ENV = "SIZER_TEST_POSTGRES_URL"
 REDIS_ENV = "SIZER_TEST_REDIS_URL"
@@ -144,10 +145,12 @@ def _isolated_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     get_settings.cache_clear()
     catalog_service.invalidate_cache()
     api_keys.forget_checked_keys()
+    estimates_service.forget_results()
     yield
     get_settings.cache_clear()
     catalog_service.invalidate_cache()
     api_keys.forget_checked_keys()
+    estimates_service.forget_results()
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

@@ -6,15 +6,55 @@ none of them computes memory itself, so the three give identical numbers for the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, parse_config
 from app.engine import estimate as engine_estimate
 from app.errors import InvalidInput, NotFound
 from app.ops import metrics
+
+_T = TypeVar("_T")
+
+RESULT_CACHE_SIZE = 512
+"""Answers kept per worker, least recently used out first. The engine is deterministic, so the
+same request against the same catalog snapshot has the same answer; customers ask the same
+popular jobs (the calculator's defaults, the catalog's headline models) again and again, and the
+engine's work was most of an API estimate's server time (``make load``). Keyed by the catalog
+snapshot itself, so a catalog edit starts afresh; inline config.json requests are not kept."""
+
+_results_lock = threading.Lock()
+_results: OrderedDict[tuple[str, int, EstimateRequest], tuple[Catalog, object]] = OrderedDict()
+
+
+def _remembered(kind: str, catalog: Catalog, request: EstimateRequest,
+                compute: Callable[[], _T]) -> _T:
+    """``compute()``, or what it gave for this request against this very catalog snapshot."""
+    if request.model_config is not None:
+        return compute()
+    key = (kind, id(catalog), request)
+    with _results_lock:
+        hit = _results.get(key)
+        if hit is not None and hit[0] is catalog:
+            _results.move_to_end(key)
+            return cast(_T, hit[1])
+    value = compute()
+    with _results_lock:
+        _results[key] = (catalog, value)
+        _results.move_to_end(key)
+        while len(_results) > RESULT_CACHE_SIZE:
+            _results.popitem(last=False)
+    return value
+
+
+def forget_results() -> None:
+    """Drop every remembered answer in this process (tests; never needed for correctness)."""
+    with _results_lock:
+        _results.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +118,18 @@ def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
 
     Engine input errors become :class:`InvalidInput` with the field named, so each surface can
     point at it."""
+    result = _remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
+    metrics.ESTIMATES.labels(request.job.method).inc()
+    return result
+
+
+def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
     shape, _ = resolve_shape(catalog, request)
     gpus = [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)]
     try:
-        result = engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
+        return engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
     except EngineError as error:
         raise InvalidInput(f"{error.field}: {error.reason}") from error
-    metrics.ESTIMATES.labels(request.job.method).inc()
-    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +166,11 @@ def system_job(job: Job, gpu_count: int) -> Job:
 def sizing(catalog: Catalog, request: EstimateRequest) -> Sizing:
     """The estimate against every active card, and every active system."""
     result = estimate(catalog, request)
+    systems = _remembered("systems", catalog, request, lambda: _system_fits(catalog, request))
+    return Sizing(result=result, systems=systems)
+
+
+def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
     shape, _ = resolve_shape(catalog, request)
     gpus = {gpu.slug: gpu for gpu in catalog.gpus}
     rows: list[SystemFit] = []
@@ -141,4 +190,4 @@ def sizing(catalog: Catalog, request: EstimateRequest) -> Sizing:
                 free_bytes_per_gpu=fit.free_bytes, max_batch_size=fit.max_batch_size,
             )
         )
-    return Sizing(result=result, systems=tuple(rows))
+    return tuple(rows)

@@ -1,0 +1,89 @@
+"""The estimates service remembers answers per catalog snapshot: same request, same snapshot,
+same answer without asking the engine again; anything else is computed afresh."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+
+from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog
+from app.engine import Job
+from app.estimates import service
+from app.estimates.service import EstimateRequest
+
+LORA = EstimateRequest(job=Job(method="lora", batch_size=4), model_slug="llama-3.1-8b")
+
+
+@pytest.fixture
+def catalog() -> Catalog:
+    return catalog_service.load_seed_catalog()
+
+
+@pytest.fixture
+def engine_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    calls: list[str] = []
+    real = service.engine_estimate
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append("engine")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "engine_estimate", counting)
+    service.forget_results()
+    yield calls
+    service.forget_results()
+
+
+def test_the_same_request_against_the_same_snapshot_is_answered_once(
+    catalog: Catalog, engine_calls: list[str]
+) -> None:
+    first = service.estimate(catalog, LORA)
+    again = service.estimate(catalog, dataclasses.replace(LORA))  # equal, not identical
+    assert again is first
+    assert engine_calls == ["engine"]
+
+
+def test_a_new_catalog_snapshot_or_another_job_is_computed_afresh(
+    catalog: Catalog, engine_calls: list[str]
+) -> None:
+    first = service.estimate(catalog, LORA)
+    edited = dataclasses.replace(catalog)  # what a reload after a catalog edit gives
+    assert service.estimate(edited, LORA) is not first
+    other = dataclasses.replace(LORA, job=dataclasses.replace(LORA.job, batch_size=8))
+    assert service.estimate(catalog, other).per_gpu_bytes != first.per_gpu_bytes
+    assert len(engine_calls) == 3
+
+
+def test_inline_configs_are_not_kept(catalog: Catalog, engine_calls: list[str]) -> None:
+    config = dict(catalog_service.load_seed_catalog().models[0].config)
+    request = EstimateRequest(job=Job(method="lora"), model_config=config)
+    service.estimate(catalog, request)
+    service.estimate(catalog, request)
+    assert len(engine_calls) == 2
+
+
+def test_the_memory_is_bounded(
+    catalog: Catalog, engine_calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "RESULT_CACHE_SIZE", 3)
+    for batch in range(1, 6):
+        service.estimate(catalog, dataclasses.replace(
+            LORA, job=dataclasses.replace(LORA.job, batch_size=batch)))
+    service.estimate(catalog, LORA)  # batch 4: still kept
+    assert len(engine_calls) == 5
+    service.estimate(catalog, dataclasses.replace(
+        LORA, job=dataclasses.replace(LORA.job, batch_size=1)))  # batch 1: evicted first
+    assert len(engine_calls) == 6
+
+
+def test_systems_are_remembered_with_the_cards(
+    catalog: Catalog, engine_calls: list[str]
+) -> None:
+    first = service.sizing(catalog, LORA)
+    calls = len(engine_calls)
+    again = service.sizing(catalog, LORA)
+    assert again.systems is first.systems and again.result is first.result
+    assert len(engine_calls) == calls
