@@ -6,6 +6,7 @@ none of them computes memory itself, so the three give identical numbers for the
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -121,6 +122,22 @@ def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
     result = _remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
     metrics.ESTIMATES.labels(request.job.method).inc()
     return result
+
+
+def estimate_json(catalog: Catalog, request: EstimateRequest) -> bytes:
+    """:func:`estimate`'s document as compact UTF-8 JSON, what the partner API sends; kept
+    like the result itself, so a repeated request is neither computed nor serialised again."""
+    document = _remembered(
+        "json", catalog, request,
+        lambda: json.dumps(_estimate_uncounted(catalog, request).to_dict(),
+                           separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
+    )
+    metrics.ESTIMATES.labels(request.job.method).inc()
+    return document
+
+
+def _estimate_uncounted(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
+    return _remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
 
 
 def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:

@@ -4,6 +4,7 @@ same answer without asking the engine again; anything else is computed afresh.""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -87,3 +88,12 @@ def test_systems_are_remembered_with_the_cards(
     again = service.sizing(catalog, LORA)
     assert again.systems is first.systems and again.result is first.result
     assert len(engine_calls) == calls
+
+
+def test_the_api_document_is_the_engine_document_serialised_once(
+    catalog: Catalog, engine_calls: list[str]
+) -> None:
+    sent = service.estimate_json(catalog, LORA)
+    assert json.loads(sent) == service.estimate(catalog, LORA).to_dict()
+    assert service.estimate_json(catalog, LORA) is sent
+    assert engine_calls == ["engine"]
