@@ -149,7 +149,8 @@ class Settings(BaseSettings):
     )
     secret_key: SecretStr = Field(
         default=SecretStr(INSECURE_DEV_SECRET),
-        description="Signs sessions and tokens; set a long random value in production.",
+        description="Keys the hashes of rate-limit identifiers in Redis; set a long random value "
+        "of your own in production (`sizer serve` refuses the default beyond loopback).",
     )
     frame_ancestors: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["'self'"],

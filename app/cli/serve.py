@@ -9,13 +9,21 @@ string ``app.main:create_app_from_env``, which is what lets --workers > 1 work.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import tempfile
 from typing import Any
 
 import uvicorn
 
-from app.config import ROOT, exit_on_configuration_error, load_settings_or_exit
+from app.config import (
+    INSECURE_DEV_SECRET,
+    ROOT,
+    ConfigurationError,
+    Settings,
+    exit_on_configuration_error,
+    load_settings_or_exit,
+)
 from app.db.session import check_database
 from app.ops import logs
 from app.ops.metrics import MULTIPROC_ENV
@@ -26,9 +34,30 @@ APP_FACTORY = "app.main:create_app_from_env"
 GRACEFUL_SHUTDOWN_S = 8
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_secret(settings: Settings, host: str) -> None:
+    """Secrets come from the environment: the built-in development secret is refused as soon
+    as anyone but this computer could reach the service."""
+    if not _is_loopback(host) and settings.secret_key.get_secret_value() == INSECURE_DEV_SECRET:
+        raise ConfigurationError(
+            "SIZER_SECRET_KEY",
+            f"set a long random value of your own before serving on {host} "
+            "(the built-in development value is only for 127.0.0.1)",
+        )
+
+
 def _serve(args: argparse.Namespace) -> int:
     settings = load_settings_or_exit()
     with exit_on_configuration_error():
+        check_secret(settings, args.host)
         check_database(settings.database_url)
     logs.configure()
     if args.workers > 1 and not os.environ.get(MULTIPROC_ENV):
