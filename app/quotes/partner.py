@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.catalog.schemas import Catalog
-from app.db.tables import QuoteLine, QuoteRequest
-from app.errors import NotFound
+from app.db.tables import QUOTE_STATUSES, QuoteLine, QuoteRequest
+from app.errors import InvalidInput, NotFound
 from app.estimates.service import EstimateRequest
 from app.quotes import pricing, repository, service
 from app.quotes.schemas import Contact, ItemKind
@@ -122,6 +122,38 @@ def get_request(session: Session, *, partner_id: int, reference: str) -> Partner
         .order_by(QuoteLine.position, QuoteLine.id)
     ))
     return _view(row, lines)
+
+
+LIST_LIMIT = 100
+
+
+def list_requests(
+    session: Session, *, partner_id: int, status: str | None = None,
+    before_id: int | None = None, limit: int = 20,
+) -> tuple[list[PartnerQuoteRequest], int | None]:
+    """The partner's requests, newest first, ``limit`` at a time; and the row id to continue
+    before (None on the last page). Only the partner's own; ``status`` filters."""
+    if status is not None and status not in QUOTE_STATUSES:
+        raise InvalidInput(f"status: must be one of {', '.join(QUOTE_STATUSES)}")
+    if not 1 <= limit <= LIST_LIMIT:
+        raise InvalidInput(f"limit: from 1 to {LIST_LIMIT}")
+    query = select(QuoteRequest).where(QuoteRequest.partner_id == partner_id)
+    if status is not None:
+        query = query.where(QuoteRequest.status == status)
+    if before_id is not None:
+        query = query.where(QuoteRequest.id < before_id)
+    rows = list(session.scalars(query.order_by(QuoteRequest.id.desc()).limit(limit + 1)))
+    page, more = rows[:limit], len(rows) > limit
+    lines: dict[int, list[QuoteLine]] = {row.id: [] for row in page}
+    priced = [row.id for row in page if row.status in PRICED_STATUSES]
+    if priced:
+        for line in session.scalars(
+            select(QuoteLine).where(QuoteLine.quote_request_id.in_(priced))
+            .order_by(QuoteLine.position, QuoteLine.id)
+        ):
+            lines[line.quote_request_id].append(line)
+    views = [_view(row, lines[row.id]) for row in page]
+    return views, page[-1].id if more and page else None
 
 
 def create_request(

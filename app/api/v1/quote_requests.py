@@ -6,11 +6,12 @@ partner; a partner sees only its own requests (any other reference is 404).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 
 from app.api.v1 import schemas
+from app.api.v1.catalog import decode_cursor, encode_cursor
 from app.api.v1.deps import Partner, require_partner
 from app.api.v1.estimates import storefront_query, to_request
 from app.api.v1.mappers import quote_request_out
@@ -61,6 +62,32 @@ def create_quote_request(session: DbSession, partner: Partner, response: Respons
         raise ApiProblem(422, error.detail, location=body_location(error.detail)) from error
     response.headers["Location"] = f"/api/v1/quote-requests/{view.reference}"
     return quote_request_out(view)
+
+
+@router.get("/quote-requests", response_model=schemas.QuoteRequestPage,
+            responses=INVALID, summary="Your quote requests, newest first")
+def list_quote_requests(
+    session: DbSession, partner: Partner,
+    status: Annotated[Literal["new", "in_progress", "sent", "accepted", "expired"] | None,
+                      Query(description="Only requests in this status.")] = None,
+    cursor: Annotated[str | None, Query(max_length=40, description="next_cursor of the "
+                                        "previous page.")] = None,
+    limit: Annotated[int, Query(ge=1, le=partner_quotes.LIST_LIMIT)] = 20,
+) -> schemas.QuoteRequestPage:
+    """Every request this key's partner made, with status and, once sent, lines and totals:
+    what a partner polls to keep its own records current."""
+    before = None
+    if cursor is not None:
+        decoded = decode_cursor(cursor)
+        if not decoded.isdigit() or len(decoded) > 18:
+            raise ApiProblem(422, "not a cursor this API returned", location="query.cursor")
+        before = int(decoded)
+    views, next_before = partner_quotes.list_requests(
+        session, partner_id=partner.partner_id, status=status, before_id=before, limit=limit)
+    return schemas.QuoteRequestPage(
+        items=[quote_request_out(view) for view in views],
+        next_cursor=encode_cursor(str(next_before)) if next_before is not None else None,
+    )
 
 
 @router.get("/quote-requests/{id}", response_model=schemas.QuoteRequestOut,

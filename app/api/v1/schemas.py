@@ -400,3 +400,11 @@ class QuoteRequestOut(_Out):
     sent_at: datetime | None
     lines: list[QuoteLineOut] | None = Field(description="Null until the quote is sent.")
     totals: QuoteTotals | None
+
+
+class QuoteRequestPage(_Out):
+    """One page of the partner's quote requests, newest first. Pass ``next_cursor`` as
+    ``cursor`` for the next page."""
+
+    items: list[QuoteRequestOut]
+    next_cursor: str | None = Field(description="Null on the last page.")

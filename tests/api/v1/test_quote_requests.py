@@ -134,3 +134,60 @@ def test_unknown_items_are_404(client: TestClient, auth: dict[str, str]) -> None
                                json=request_body(item_slug="no-such-card")), 404)
     assert_problem(client.post("/api/v1/quote-requests", headers=auth,
                                json=request_body(item_kind="system", item_slug="x")), 404)
+
+
+def test_a_partner_lists_its_own_requests_newest_first_a_page_at_a_time(
+    client: TestClient, auth: dict[str, str], issue_key: Callable[..., str]
+) -> None:
+    mine = [client.post("/api/v1/quote-requests", headers=auth,
+                        json=request_body(partner_reference=f"ACME-{n}")).json()["id"]
+            for n in range(5)]
+    other = {"Authorization": f"Bearer {issue_key(partner='Other Reseller')}"}
+    theirs = client.post("/api/v1/quote-requests", headers=other, json=request_body()).json()
+
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = client.get("/api/v1/quote-requests", headers=auth, params=params)
+        assert page.status_code == 200
+        body = page.json()
+        assert len(body["items"]) <= 2
+        seen += [item["id"] for item in body["items"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == list(reversed(mine))
+    assert theirs["id"] not in seen
+    only_theirs = client.get("/api/v1/quote-requests", headers=other).json()
+    assert [item["id"] for item in only_theirs["items"]] == [theirs["id"]]
+
+
+def test_the_list_filters_by_status_and_shows_sent_lines(
+    client: TestClient, auth: dict[str, str], seeded: SessionFactory
+) -> None:
+    first = client.post("/api/v1/quote-requests", headers=auth, json=request_body()).json()
+    client.post("/api/v1/quote-requests", headers=auth, json=request_body())
+    _price(seeded, first["id"], "sent")
+    sent = client.get("/api/v1/quote-requests", headers=auth, params={"status": "sent"}).json()
+    assert [item["id"] for item in sent["items"]] == [first["id"]]
+    assert len(sent["items"][0]["lines"]) == 2
+    assert sent["items"][0]["totals"] == client.get(
+        f"/api/v1/quote-requests/{first['id']}", headers=auth).json()["totals"]
+    assert len(client.get("/api/v1/quote-requests", headers=auth,
+                          params={"status": "new"}).json()["items"]) == 1
+
+
+@pytest.mark.parametrize("params, location", [
+    ({"status": "lost"}, "query.status"),
+    ({"limit": 0}, "query.limit"),
+    ({"limit": 101}, "query.limit"),
+    ({"cursor": "not base64!"}, "query.cursor"),
+    ({"cursor": "YWJj"}, "query.cursor"),  # "abc": not a position
+])
+def test_bad_list_parameters_name_the_parameter(
+    client: TestClient, auth: dict[str, str], params: dict[str, Any], location: str
+) -> None:
+    problem = assert_problem(client.get("/api/v1/quote-requests", headers=auth,
+                                        params=params), 422)
+    assert location in {error["location"] for error in problem["errors"]}
