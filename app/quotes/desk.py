@@ -25,7 +25,7 @@ from app.db.base import utcnow
 from app.db.tables import QUOTE_STATUSES, QuoteLine, QuoteRequest
 from app.errors import Conflict, InvalidInput, NotFound
 from app.quotes import desk_repository as repo
-from app.quotes import pricing
+from app.quotes import pricing, validity
 from app.quotes.pricing import Totals, VatDecision
 from app.quotes.repository import to_record as request_record
 from app.quotes.schemas import QuoteRequestRecord
@@ -132,7 +132,8 @@ def _quote(session: Session, row: QuoteRequest, policy: VatPolicy) -> Quote:
     lines = tuple(_line(line) for line in row.lines)
     vat = _vat(row, policy)
     return Quote(
-        request=request_record(row), status=row.status, version=row.version,
+        request=request_record(row), version=row.version,
+        status=validity.effective_status(row.status, row.valid_until, validity.today()),
         staff_notes=row.staff_notes, valid_until=row.valid_until, sent_at=_aware(row.sent_at),
         partner=repo.partner_name(session, row.partner_id), lines=lines, vat=vat,
         totals=pricing.totals((line.net_eur for line in lines), vat_rate_percent=vat.rate_percent),
@@ -165,7 +166,8 @@ def list_quotes(session: Session, *, status: str | None = None, limit: int = 500
         QuoteSummary(
             reference=row.reference, created_at=_aware(row.created_at) or row.created_at,
             company=row.company, name=row.name, country=row.country, item_name=row.item_name,
-            quantity=row.quantity, status=row.status, partner=partner,
+            quantity=row.quantity, partner=partner,
+            status=validity.effective_status(row.status, row.valid_until, validity.today()),
         )
         for row, partner in repo.list_rows(session, status=status, limit=limit)
     ]

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.tables import Partner, QuoteLine, QuoteRequest
+from app.quotes import validity
 from app.quotes.repository import is_lookup_key
 
 
@@ -21,7 +22,7 @@ def list_rows(
         .limit(limit)
     )
     if status:
-        query = query.where(QuoteRequest.status == status)
+        query = query.where(validity.status_is(status, validity.today()))
     return [(row, name) for row, name in session.execute(query).tuples()]
 
 

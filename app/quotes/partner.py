@@ -19,7 +19,7 @@ from app.catalog.schemas import Catalog
 from app.db.tables import QUOTE_STATUSES, QuoteLine, QuoteRequest
 from app.errors import InvalidInput, NotFound
 from app.estimates.service import EstimateRequest
-from app.quotes import pricing, repository, service
+from app.quotes import pricing, repository, service, validity
 from app.quotes.schemas import Contact, ItemKind
 
 PRICED_STATUSES: tuple[str, ...] = ("sent", "accepted", "expired")
@@ -98,7 +98,8 @@ def _view(row: QuoteRequest, lines: list[QuoteLine]) -> PartnerQuoteRequest:
             gross_eur=summed.gross if rate is not None else None,
         )
     return PartnerQuoteRequest(
-        reference=row.reference, status=row.status, created_at=_aware(row.created_at),
+        reference=row.reference, created_at=_aware(row.created_at),
+        status=validity.effective_status(row.status, row.valid_until, validity.today()),
         updated_at=_aware(row.updated_at), partner_reference=row.partner_reference,
         item_kind=row.item_kind, item_slug=row.item_slug, item_name=row.item_name,
         quantity=row.quantity, company=row.company, country=row.country,
@@ -139,7 +140,7 @@ def list_requests(
         raise InvalidInput(f"limit: from 1 to {LIST_LIMIT}")
     query = select(QuoteRequest).where(QuoteRequest.partner_id == partner_id)
     if status is not None:
-        query = query.where(QuoteRequest.status == status)
+        query = query.where(validity.status_is(status, validity.today()))
     if before_id is not None:
         query = query.where(QuoteRequest.id < before_id)
     rows = list(session.scalars(query.order_by(QuoteRequest.id.desc()).limit(limit + 1)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import timedelta
 from decimal import Decimal
 
 from fastapi.testclient import TestClient
@@ -11,6 +12,7 @@ from sqlalchemy import func, select, text
 
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog, QuoteLine, QuoteRequest
+from app.quotes import validity
 from tests.staff.conftest import SALES, hidden, request_quote
 
 StaffClient = Callable[..., tuple[TestClient, str]]
@@ -249,3 +251,26 @@ def test_details_form_rejects_a_bad_date_and_a_sent_quote_can_be_accepted(
     with users() as session:
         row = session.scalars(select(QuoteRequest)).one()
         assert row.status == "accepted" and row.valid_until is not None  # 30 days by default
+
+
+def _lapse(users: SessionFactory) -> str:
+    """The one request becomes a quote sent with a validity that ended yesterday."""
+    with users.begin() as session:
+        row = session.scalars(select(QuoteRequest)).one()
+        row.status = "sent"
+        row.sent_at = row.created_at
+        row.valid_until = validity.today() - timedelta(days=1)
+        return row.reference
+
+
+def test_a_sent_quote_past_its_validity_is_expired_for_the_customer_and_the_desk(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, _ = staff_client(SALES)
+    q_path = request_quote(client)
+    reference = _lapse(users)
+    assert "This offer has expired." in client.get(q_path).text
+    assert reference in client.get("/staff/quotes?status=expired").text
+    assert reference not in client.get("/staff/quotes?status=sent").text
+    with users() as session:  # nothing was written: it is read so
+        assert session.scalars(select(QuoteRequest.status)).one() == "sent"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -14,6 +14,7 @@ from sqlalchemy import select
 from app.db.session import SessionFactory
 from app.db.tables import QuoteLine, QuoteRequest
 from app.quotes import service as quotes_service
+from app.quotes import validity
 from tests.api.v1.conftest import assert_problem
 
 
@@ -191,3 +192,20 @@ def test_bad_list_parameters_name_the_parameter(
     problem = assert_problem(client.get("/api/v1/quote-requests", headers=auth,
                                         params=params), 422)
     assert location in {error["location"] for error in problem["errors"]}
+
+
+def test_a_sent_quote_past_its_validity_reads_expired(
+    client: TestClient, auth: dict[str, str], seeded: SessionFactory
+) -> None:
+    created = client.post("/api/v1/quote-requests", headers=auth, json=request_body()).json()
+    _price(seeded, created["id"], "sent")
+    with seeded.begin() as session:
+        session.scalars(select(QuoteRequest)).one().valid_until = (
+            validity.today() - timedelta(days=1))
+    shown = client.get(f"/api/v1/quote-requests/{created['id']}", headers=auth).json()
+    assert shown["status"] == "expired" and shown["lines"] is not None
+    listed = client.get("/api/v1/quote-requests", headers=auth,
+                        params={"status": "expired"}).json()
+    assert [item["id"] for item in listed["items"]] == [created["id"]]
+    assert client.get("/api/v1/quote-requests", headers=auth,
+                      params={"status": "sent"}).json()["items"] == []
