@@ -91,6 +91,9 @@ PAGED_OPTIMIZER_WARNING = (
     "counted on the GPU here"
 )
 
+Assumption = tuple[str, dict[str, str | int]]
+"""An assumption's key in :data:`ASSUMPTION_TEXTS` and the values its wording takes."""
+
 
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
@@ -198,11 +201,14 @@ class EstimateResult:
     levers: tuple[Lever, ...]
     assumptions: tuple[str, ...]
     warnings: tuple[str, ...] = field(default=())
+    assumption_items: tuple[Assumption, ...] = field(default=())
+    """``assumptions`` as keys and values, for pages that translate them (not in the JSON)."""
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready data: the document `sizer estimate --format json` prints."""
         data = _plain(self)
         assert isinstance(data, dict)
+        del data["assumption_items"]
         return data
 
 
@@ -466,6 +472,7 @@ def estimate(
         levers=tuple(levers),
         assumptions=assumptions(shape, job),
         warnings=_job_warnings(shape, job),
+        assumption_items=assumption_items(shape, job),
     )
 
 
@@ -594,41 +601,58 @@ def _job_warnings(shape: ModelShape, job: Job) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:
-    """What the figures take for granted, in words a customer can check."""
-    items = [
-        "GB = 10^9 bytes; every figure is per GPU",
-        f"model states by the '{job.accounting}' accounting "
-        + ("(2 + 2 + 12 bytes per trained param, ZeRO paper)" if job.accounting == "zero"
-           else "(6 + 4 + 8 bytes per trained param, Hugging Face docs)"),
-        "activations from per-token tensor counts measured on Hugging Face training steps; "
-        "the peak is the largest phase, not the sum of all terms",
-        f"attention: {job.attention}"
-        + (" (quadratic score matrices)" if job.attention == "eager" else " (linear in sequence)"),
-        "loss head: logits upcast to fp32 by Hugging Face's causal-LM loss"
-        if job.loss_head == "standard" else "loss head: chunked cross-entropy (1,024 tokens)",
-        "overhead: CUDA context and workspaces plus a fragmentation margin on per-step tensors",
+ASSUMPTION_TEXTS: dict[str, str] = {
+    "units": "GB = 10^9 bytes; every figure is per GPU",
+    "states_zero": "model states by the 'zero' accounting "
+    "(2 + 2 + 12 bytes per trained param, ZeRO paper)",
+    "states_hf": "model states by the 'hf' accounting "
+    "(6 + 4 + 8 bytes per trained param, Hugging Face docs)",
+    "activations": "activations from per-token tensor counts measured on Hugging Face training "
+    "steps; the peak is the largest phase, not the sum of all terms",
+    "attention_eager": "attention: %(attention)s (quadratic score matrices)",
+    "attention_linear": "attention: %(attention)s (linear in sequence)",
+    "loss_standard": "loss head: logits upcast to fp32 by Hugging Face's causal-LM loss",
+    "loss_chunked": "loss head: chunked cross-entropy (1,024 tokens)",
+    "overhead": "overhead: CUDA context and workspaces plus a fragmentation margin on per-step "
+    "tensors",
+    "lora": "LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT default), 16 bytes per "
+    "trainable param with AdamW",
+    "nf4_dq": "NF4 base (with double quantisation); embeddings, lm_head and norms stay bf16",
+    "nf4": "NF4 base (without double quantisation); embeddings, lm_head and norms stay bf16",
+    "moe": "mixture of experts: every expert is held in memory; LoRA counts one linear layer "
+    "per expert (transformers 4 modules, most training stacks) and adapts the router under "
+    "all-linear; activations follow the %(experts)s experts each token is routed to",
+    "gpus": "%(gpus)s GPUs, data parallel, sharding %(sharding)s",
+}
+"""The English wording of each assumption (the API's and the CLI's); pages translate by key."""
+
+def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
+    """What the figures take for granted, as keys and values a page can translate."""
+    items: list[Assumption] = [
+        ("units", {}),
+        ("states_zero" if job.accounting == "zero" else "states_hf", {}),
+        ("activations", {}),
+        ("attention_eager" if job.attention == "eager" else "attention_linear",
+         {"attention": job.attention}),
+        ("loss_standard" if job.loss_head == "standard" else "loss_chunked", {}),
+        ("overhead", {}),
     ]
     if job.method != "full":
-        items.append(
-            f"LoRA rank {job.lora_rank} on {_targets_text(job.lora_targets)}, adapters in fp32 "
-            "(PEFT default), 16 bytes per trainable param with AdamW"
-        )
+        items.append(("lora", {"rank": job.lora_rank,
+                               "targets": _targets_text(job.lora_targets)}))
     if job.method == "qlora":
-        items.append(
-            f"NF4 base ({'with' if job.effective_quant == 'nf4-dq' else 'without'} double "
-            "quantisation); embeddings, lm_head and norms stay bf16"
-        )
+        items.append(("nf4_dq" if job.effective_quant == "nf4-dq" else "nf4", {}))
     if shape.is_moe:
-        items.append(
-            "mixture of experts: every expert is held in memory; LoRA counts one linear layer "
-            "per expert (transformers 4 modules, most training stacks) and adapts the router "
-            "under all-linear; activations follow the "
-            f"{shape.experts_per_token} experts each token is routed to"
-        )
+        items.append(("moe", {"experts": shape.experts_per_token}))
     if job.gpus > 1:
-        items.append(f"{job.gpus} GPUs, data parallel, sharding {job.sharding}")
+        items.append(("gpus", {"gpus": job.gpus, "sharding": job.sharding}))
     return tuple(items)
+
+
+def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:
+    """What the figures take for granted, in words a customer can check (English)."""
+    return tuple(ASSUMPTION_TEXTS[key] % values if values else ASSUMPTION_TEXTS[key]
+                 for key, values in assumption_items(shape, job))
 
 
 def _targets_text(targets: str | tuple[str, ...]) -> str:

@@ -13,6 +13,8 @@ from urllib.parse import urlencode
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine.estimate import (
+    PAGED_OPTIMIZER_WARNING,
+    QLORA_UNMEASURED_WARNING,
     UNIFIED_MEMORY_WARNING,
     ZERO3_WITHOUT_NVLINK_WARNING,
     CardFit,
@@ -36,6 +38,61 @@ LEVER_LABELS = {
     "offload_optimizer": N_("Offload optimizer states to CPU memory"),
     "shard_zero3": N_("Spread over %(gpus)s cards with ZeRO-3"),
 }
+LEVER_SPEEDS = {
+    "chunked_loss": N_("about the same speed; needs a chunked or fused cross-entropy "
+                       "(Liger Kernel, torchtune)"),
+    "adamw_8bit": N_("about the same speed (bitsandbytes 8-bit Adam; 2 bytes of state per "
+                     "parameter)"),
+    "gradient_checkpointing": N_("about a fifth to a third slower: layers are recomputed in "
+                                 "the backward pass"),
+    "accumulate": N_("the same effective batch through gradient accumulation; lower GPU "
+                     "utilisation"),
+    "lora": N_("faster per step; trains an adapter instead of every weight (quality may "
+               "differ)"),
+    "qlora": N_("slower per step: 4-bit weights are dequantised for every matrix multiply"),
+    "offload_optimizer": N_("a much slower optimizer step: the states live in CPU memory"),
+    "shard_zero3": N_("more cards; ZeRO-3 moves 1.5 times the traffic of plain data "
+                      "parallelism"),
+}
+"""What each lever costs in speed, in the customer's language (the engine's English note is
+what the API and the CLI give, with its sources)."""
+ASSUMPTION_LABELS = {
+    "units": N_("GB = 10^9 bytes; every figure is per GPU"),
+    "states_zero": N_("model states as the ZeRO paper counts them: 2 + 2 + 12 bytes per "
+                      "trained parameter"),
+    "states_hf": N_("model states as the Hugging Face docs count them: 6 + 4 + 8 bytes per "
+                    "trained parameter"),
+    "activations": N_("activations from per-token tensor counts measured on Hugging Face "
+                      "training steps; the peak is the largest phase, not the sum of all terms"),
+    "attention_eager": N_("attention: %(attention)s (score matrices grow with the square of "
+                          "the sequence)"),
+    "attention_linear": N_("attention: %(attention)s (linear in the sequence)"),
+    "loss_standard": N_("loss: logits upcast to fp32 by Hugging Face's causal-LM loss"),
+    "loss_chunked": N_("loss: chunked cross-entropy (1,024 tokens at a time)"),
+    "overhead": N_("overhead: CUDA context and workspaces plus a fragmentation margin on the "
+                   "step's tensors"),
+    "lora": N_("LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT's default), 16 bytes "
+               "per trained parameter with AdamW"),
+    "nf4_dq": N_("4-bit NF4 base with double quantisation; embeddings, lm_head and norms stay "
+                 "in bf16"),
+    "nf4": N_("4-bit NF4 base without double quantisation; embeddings, lm_head and norms stay "
+              "in bf16"),
+    "moe": N_("mixture of experts: every expert is held in memory; LoRA counts one linear "
+              "layer per expert and, on all linear layers, adapts the router too; activations "
+              "follow the %(experts)s experts each token is routed to"),
+    "gpus": N_("%(gpus)s GPUs, data parallel, sharding %(sharding)s"),
+}
+"""The engine's assumptions (``ASSUMPTION_TEXTS``), by key, in the customer's language."""
+JOB_WARNINGS = {
+    QLORA_UNMEASURED_WARNING: N_(
+        "QLoRA figures are arithmetic plus measured LoRA activations; the 4-bit layers "
+        "themselves have not been measured on a GPU yet."
+    ),
+    PAGED_OPTIMIZER_WARNING: N_(
+        "Paged optimizers move states to CPU memory only under memory pressure; they are "
+        "counted on the GPU here."
+    ),
+}
 SEGMENTS: tuple[tuple[str, str], ...] = (
     ("weights", N_("Weights")),
     ("adapter", N_("Adapter")),
@@ -58,6 +115,7 @@ class CardRow:
     fit: CardFit
     lever: Lever | None
     lever_label: FieldError | None
+    lever_speed: FieldError | None
     warnings: tuple[FieldError, ...]
     quote_url: str
     highlighted: bool
@@ -111,6 +169,7 @@ class ResultView:
     legend: tuple[tuple[str, str, int], ...]
     states_range: tuple[int, int]
     warnings: tuple[FieldError, ...]
+    assumptions: tuple[FieldError, ...]
 
 
 def quote_url(calc: CalculatorInput, item: str) -> str:
@@ -142,6 +201,11 @@ def _system_warnings(row: SystemFit) -> tuple[FieldError, ...]:
             "goes over PCIe or the network, which is slower."
         )),)
     return ()
+
+
+def _lever_speed(lever: Lever) -> FieldError:
+    return FieldError(LEVER_SPEEDS[lever.lever]) if lever.lever in LEVER_SPEEDS else FieldError(
+        lever.speed)
 
 
 def _lever_label(lever: Lever) -> FieldError:
@@ -231,6 +295,7 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
         CardRow(
             gpu=gpus[fit.gpu], fit=fit, lever=cheapest.get(fit.gpu),
             lever_label=_lever_label(cheapest[fit.gpu]) if fit.gpu in cheapest else None,
+            lever_speed=_lever_speed(cheapest[fit.gpu]) if fit.gpu in cheapest else None,
             warnings=_card_warnings(fit),
             quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
             highlighted=fit.gpu == calc.gpu,
@@ -244,17 +309,9 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     )
     by_accounting: Mapping[str, int] = result.model_states_by_accounting
     states = sorted(by_accounting.values()) or [result.model_states_bytes]
-    warnings: list[FieldError] = []
-    if calc.method == "qlora":
-        warnings.append(FieldError(N_(
-            "QLoRA figures are arithmetic plus measured LoRA activations; the 4-bit layers "
-            "themselves have not been measured on a GPU yet."
-        )))
-    if calc.optimizer.startswith("paged_"):
-        warnings.append(FieldError(N_(
-            "Paged optimizers move states to CPU memory only under memory pressure; they are "
-            "counted on the GPU here."
-        )))
+    warnings = [FieldError(JOB_WARNINGS.get(text, text)) for text in result.warnings]
+    assumptions = tuple(FieldError(ASSUMPTION_LABELS[key], values)
+                        for key, values in result.assumption_items)
     model = next((m for m in catalog.models if m.slug == calc.model), None)
     legend = tuple(
         (key, label, int(getattr(result.per_gpu_bytes, key))) for key, label in SEGMENTS
@@ -263,4 +320,5 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
         result=result, model=model, verdict=_verdict(calc, rows, systems), cards=rows,
         systems=systems, chart=_chart(result, tuple(gpus[r.fit.gpu] for r in rows)),
         legend=legend, states_range=(states[0], states[-1]), warnings=tuple(warnings),
+        assumptions=assumptions,
     )

@@ -102,3 +102,20 @@ def test_every_message_has_a_german_translation_with_the_same_placeholders() -> 
         assert sorted(PLACEHOLDER.findall(msgid)) == sorted(
             PLACEHOLDER.findall(str(catalog[msgid]))
         ), msgid
+
+
+def test_the_engine_s_assumptions_and_lever_costs_are_translated(
+    make_client: Callable[..., TestClient],
+) -> None:
+    from app.engine.estimate import ASSUMPTION_TEXTS
+    from app.web.result_view import ASSUMPTION_LABELS, LEVER_LABELS, LEVER_SPEEDS
+
+    assert set(ASSUMPTION_LABELS) == set(ASSUMPTION_TEXTS)
+    assert set(LEVER_SPEEDS) == set(LEVER_LABELS)
+    body = make_client().get("/", params={"model": "llama-3.1-8b", "method": "full"},
+                             headers={"Accept-Language": "de"}).text
+    assert "GB = 10^9 Byte; jede Angabe gilt pro GPU" in body
+    assert "Modellzustände, wie das ZeRO-Paper sie zählt" in body
+    assert "<strong>Auf 8-Bit-AdamW wechseln</strong>" in body
+    assert "etwa gleich schnell (8-Bit-Adam von bitsandbytes" in body
+    assert "every figure is per GPU" not in body and "about the same speed" not in body
