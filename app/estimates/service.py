@@ -17,6 +17,7 @@ from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, parse_config
 from app.engine import estimate as engine_estimate
 from app.errors import InvalidInput, NotFound
+from app.estimates import job_limits
 from app.ops import metrics
 
 _T = TypeVar("_T")
@@ -119,6 +120,7 @@ def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
 
     Engine input errors become :class:`InvalidInput` with the field named, so each surface can
     point at it."""
+    job_limits.check(request.job)
     result = _remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
     metrics.ESTIMATES.labels(request.job.method).inc()
     return result
@@ -127,6 +129,7 @@ def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
 def estimate_json(catalog: Catalog, request: EstimateRequest) -> bytes:
     """:func:`estimate`'s document as compact UTF-8 JSON, what the partner API sends; kept
     like the result itself, so a repeated request is neither computed nor serialised again."""
+    job_limits.check(request.job)
     document = _remembered(
         "json", catalog, request,
         lambda: json.dumps(_estimate_uncounted(catalog, request).to_dict(),

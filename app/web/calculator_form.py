@@ -28,7 +28,7 @@ from app.engine.states import (
     Quant,
     Sharding,
 )
-from app.estimates import inline_config
+from app.estimates import inline_config, job_limits
 from app.estimates.service import EstimateRequest
 from app.html import forms
 from app.html.forms import N_, FieldErrors
@@ -36,10 +36,10 @@ from app.html.forms import N_, FieldErrors
 CUSTOM_MODEL: Final = "custom"
 DEFAULT_MODEL: Final = "llama-3.1-8b"
 MAX_CONFIG_BYTES: Final = inline_config.MAX_CONFIG_BYTES
-MAX_BATCH: Final = 4096
-MAX_SEQ: Final = 1 << 20
-MAX_GPUS: Final = 1024
-MAX_RANK: Final = 4096
+MAX_BATCH: Final = job_limits.MAX_BATCH_SIZE
+MAX_SEQ: Final = job_limits.MAX_SEQ_LEN
+MAX_GPUS: Final = job_limits.MAX_GPUS
+MAX_RANK: Final = job_limits.MAX_LORA_RANK
 
 ATTENTION_CHOICES: Final[tuple[Attention, ...]] = ("flash", "eager")
 

@@ -78,6 +78,12 @@ def test_model_config_file_works_like_a_slug(tmp_path: Path) -> None:
         (("--model", "no-such-model", "--method", "lora"), "no-such-model"),
         (("--model", "llama-3.1-8b", "--method", "lora", "--gpu", "rtx-9999"), "rtx-9999"),
         (("--model", "llama-3.1-8b", "--method", "lora", "--batch-size", "many"), "batch-size"),
+        # the shop's bounds, the same as on the page and the API
+        (("--model", "llama-3.1-8b", "--method", "lora", "--batch-size", "4097"),
+         "batch_size: at most 4096"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--lora-rank", "4097"),
+         "lora_rank: at most 4096"),
+        (("--model", "llama-3.1-8b", "--method", "lora", "--gpus", "1025"), "gpus: at most"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], needle: str,

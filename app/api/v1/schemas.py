@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from app.engine.activations import Attention
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
-from app.estimates import inline_config
+from app.estimates import inline_config, job_limits
 
 MAX_CONFIG_BYTES = inline_config.MAX_CONFIG_BYTES
 """An inline config.json may be at most 256 KB (as on the storefront); larger is 413."""
@@ -178,24 +178,27 @@ class EstimateInput(BaseModel):
     accounting: Accounting = Field(
         default="zero", description="zero: 16 bytes/param (ZeRO paper); hf: 18 (Hugging Face)."
     )
-    lora_rank: int = Field(default=16, ge=1, le=4096)
+    lora_rank: int = Field(default=16, ge=1, le=job_limits.MAX_LORA_RANK)
     lora_targets: str = Field(
         default="all-linear", min_length=1, max_length=500,
         description="all-linear, attention, qv, mlp, or module names separated by commas.",
     )
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False)
     quant: Quant | None = Field(default=None, description="QLoRA only; default nf4-dq.")
-    batch_size: int = Field(default=1, ge=1, le=4096, description="Micro-batch per GPU.")
-    seq_len: int = Field(default=2048, ge=1, le=1 << 20, description="Tokens per sequence.")
+    batch_size: int = Field(default=1, ge=1, le=job_limits.MAX_BATCH_SIZE,
+                            description="Micro-batch per GPU.")
+    seq_len: int = Field(default=2048, ge=1, le=job_limits.MAX_SEQ_LEN,
+                         description="Tokens per sequence.")
     gradient_checkpointing: bool = False
     attention: Attention = "flash"
-    gpus: int = Field(default=1, ge=1, le=1024)
+    gpus: int = Field(default=1, ge=1, le=job_limits.MAX_GPUS)
     sharding: Sharding = "none"
     offload: Offload = "none"
     chunked_loss: bool = Field(default=False, description="A chunked or fused cross-entropy.")
     fused_optimizer_step: bool = False
     activation_offload: bool = False
-    gradient_accumulation: int = Field(default=1, ge=1, le=65536)
+    gradient_accumulation: int = Field(default=1, ge=1,
+                                       le=job_limits.MAX_GRADIENT_ACCUMULATION)
     gpu: list[Slug] = Field(
         default_factory=list, max_length=64,
         description="Hold the job against these cards only; default every card.",

@@ -1,5 +1,5 @@
-"""The estimates service remembers answers per catalog snapshot: same request, same snapshot,
-same answer without asking the engine again; anything else is computed afresh."""
+"""The estimates service: one set of bounds for every surface, and answers remembered per
+catalog snapshot (same request, same snapshot, same answer without asking the engine again)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.engine import Job
+from app.errors import InvalidInput
 from app.estimates import service
 from app.estimates.service import EstimateRequest
 
@@ -97,3 +98,16 @@ def test_the_api_document_is_the_engine_document_serialised_once(
     assert json.loads(sent) == service.estimate(catalog, LORA).to_dict()
     assert service.estimate_json(catalog, LORA) is sent
     assert engine_calls == ["engine"]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("batch_size", 4097), ("seq_len", (1 << 20) + 1), ("gpus", 1025), ("lora_rank", 4097),
+    ("gradient_accumulation", 65537),
+])
+def test_every_surface_s_bounds_are_held_in_the_service(
+    catalog: Catalog, engine_calls: list[str], field: str, value: int
+) -> None:
+    job = dataclasses.replace(LORA.job, **{field: value})
+    with pytest.raises(InvalidInput, match=f"^{field}: at most"):
+        service.estimate(catalog, dataclasses.replace(LORA, job=job))
+    assert engine_calls == []
