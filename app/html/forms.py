@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import parse_qsl
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 
 MAX_FORM_BYTES: Final = 1024 * 1024
 """Largest urlencoded body read (a 256 KB config.json, percent-encoded, fits)."""
+FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
 
 
 @dataclass
@@ -26,7 +27,13 @@ class FormBody:
 
 
 async def read_form(request: Request) -> FormBody:
-    """Read an urlencoded body, never more than MAX_FORM_BYTES (a FastAPI dependency)."""
+    """Read an urlencoded body, never more than MAX_FORM_BYTES (a FastAPI dependency).
+
+    A body of another declared type (JSON posted to a page, say) is 415: read as a form it
+    would be an empty one, and the page would answer a request nobody made."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type and media_type != FORM_MEDIA_TYPE:
+        raise HTTPException(415, f"send the form as {FORM_MEDIA_TYPE}")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
         return FormBody(too_large=True)

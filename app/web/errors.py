@@ -52,6 +52,8 @@ async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if (_wants_html(request) or is_htmx(request)) and exc.status_code in (404, 405):
         return _page(request, exc.status_code, None)
+    if exc.status_code == 415 and not _is_api(request):  # only pages read forms
+        return _page(request, exc.status_code, None)
     return await http_exception_handler(request, exc)
 
 

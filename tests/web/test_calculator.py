@@ -216,3 +216,11 @@ def test_model_search_keeps_the_current_model_and_asks_for_a_recalculation(
     response = client.get("/models?q=qwen3&model=qwen3-8b", headers=HX)
     assert '<option value="qwen3-8b" selected>' in response.text
     assert response.headers["HX-Trigger-After-Settle"] == "models-filtered"
+
+
+def test_a_body_that_is_not_a_form_is_415_on_the_page(client: TestClient) -> None:
+    response = client.post("/", json={"model": "llama-3.1-8b", "method": "lora"},
+                           headers={"Accept-Language": "en"}, follow_redirects=False)
+    assert response.status_code == 415
+    assert response.headers["content-type"].startswith("text/html")
+    assert "format we cannot read" in response.text
