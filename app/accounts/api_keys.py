@@ -19,7 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
@@ -168,6 +168,42 @@ def revoke_key(session: Session, *, prefix: str) -> ApiKeyRecord:
         session.flush()
     forget_checked_keys()
     return _record(key, partner)
+
+
+@dataclass(frozen=True, slots=True)
+class PartnerRecord:
+    """A partner as the desk lists it."""
+
+    slug: str
+    name: str
+    active: bool
+    active_keys: int
+
+
+def list_partners(session: Session) -> list[PartnerRecord]:
+    """Every partner by name, with how many unrevoked keys it holds."""
+    keys = (
+        select(ApiKey.partner_id, func.count().label("n"))
+        .where(ApiKey.revoked_at.is_(None)).group_by(ApiKey.partner_id).subquery()
+    )
+    rows = session.execute(
+        select(Partner, func.coalesce(keys.c.n, 0))
+        .outerjoin(keys, keys.c.partner_id == Partner.id).order_by(Partner.name, Partner.id)
+    ).tuples()
+    return [PartnerRecord(p.slug, p.name, p.active, int(n)) for p, n in rows]
+
+
+def set_partner_active(session: Session, *, slug: str, active: bool) -> PartnerRecord:
+    """Suspend a partner (every key of theirs is refused, nothing is deleted) or reinstate
+    them. Checked keys cached in this process are dropped at once; other workers follow within
+    :data:`PRINCIPAL_CACHE_S`."""
+    partner = session.scalars(select(Partner).where(Partner.slug == slug[:64])).one_or_none()
+    if partner is None:
+        raise NotFound(f"partner: no partner {slug[:64]!r}")
+    partner.active = active
+    session.flush()
+    forget_checked_keys()
+    return next(p for p in list_partners(session) if p.slug == partner.slug)
 
 
 def authenticate(session: Session, *, plaintext: str) -> ApiPrincipal | None:

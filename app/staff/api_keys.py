@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.accounts import api_keys, audit
+from app.accounts.staff import StaffPrincipal
 from app.db.session import DbSession
 from app.errors import DomainError
 from app.html import forms, htmx
@@ -22,7 +23,8 @@ def _page(request: Request, session: DbSession, *, issued: str | None = None,
           values: dict[str, str] | None = None, errors: FieldErrors | None = None,
           status: int = 200) -> Response:
     return page(request, TEMPLATE, {
-        "keys": api_keys.list_keys(session), "issued": issued, "values": values or {},
+        "keys": api_keys.list_keys(session), "partners": api_keys.list_partners(session),
+        "issued": issued, "values": values or {},
         "errors": (errors or FieldErrors()).messages,
     }, status_code=status)
 
@@ -64,4 +66,28 @@ def revoke(request: Request, session: DbSession, principal: Admin, prefix: str,
     record = api_keys.revoke_key(session, prefix=prefix)
     audit.record(session, actor=actor(principal), entity="api_key", entity_key=record.prefix,
                  action="revoke", before={"revoked": False}, after={"revoked": True})
+    return htmx.redirect(request, "/staff/api-keys")
+
+
+@router.post("/partners/{slug}/suspend", response_class=HTMLResponse)
+def suspend_partner(request: Request, session: DbSession, principal: Admin, slug: str,
+                    body: StaffForm) -> Response:
+    """Every key of the partner is refused until reinstated; its quote requests stay."""
+    return _set_active(request, session, principal, slug, active=False)
+
+
+@router.post("/partners/{slug}/reinstate", response_class=HTMLResponse)
+def reinstate_partner(request: Request, session: DbSession, principal: Admin, slug: str,
+                      body: StaffForm) -> Response:
+    return _set_active(request, session, principal, slug, active=True)
+
+
+def _set_active(request: Request, session: DbSession, principal: StaffPrincipal, slug: str,
+                *, active: bool) -> Response:
+    before = next((p for p in api_keys.list_partners(session) if p.slug == slug), None)
+    record = api_keys.set_partner_active(session, slug=slug, active=active)
+    if before is None or before.active != record.active:
+        audit.record(session, actor=actor(principal), entity="partner", entity_key=record.slug,
+                     action="reinstate" if active else "suspend",
+                     before={"active": not active}, after={"active": active})
     return htmx.redirect(request, "/staff/api-keys")

@@ -52,3 +52,47 @@ def test_bad_input_and_sales_staff(staff_client: StaffClient, users: SessionFact
     assert sales.get("/staff/api-keys").status_code == 403
     assert sales.post("/staff/api-keys", data={
         "csrf_token": sales_token, "partner_name": "X"}).status_code == 403
+
+
+def test_suspending_a_partner_refuses_all_its_keys_until_reinstated(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, token = staff_client(ADMIN)
+    with users.begin() as session:
+        _, first = api_keys.issue_key(session, partner_name="ACME Compute GmbH")
+        _, second = api_keys.issue_key(session, partner_name="ACME Compute GmbH")
+        _, other = api_keys.issue_key(session, partner_name="Other Reseller")
+    listing = client.get("/staff/api-keys").text
+    assert re.search(r'id="partner-acme-compute-gmbh".*?<td>2</td>', listing, re.S)
+
+    assert client.post("/staff/api-keys/partners/acme-compute-gmbh/suspend",
+                       data={"csrf_token": token}).status_code == 303
+    with users() as session:
+        assert api_keys.authenticate(session, plaintext=first) is None
+        assert api_keys.authenticate(session, plaintext=second) is None
+        assert api_keys.authenticate(session, plaintext=other) is not None
+    assert "suspended" in client.get("/staff/api-keys").text
+
+    assert client.post("/staff/api-keys/partners/acme-compute-gmbh/reinstate",
+                       data={"csrf_token": token}).status_code == 303
+    with users() as session:
+        assert api_keys.authenticate(session, plaintext=first) is not None
+        actions = session.scalars(select(AuditLog.action).where(AuditLog.entity == "partner")
+                                  .order_by(AuditLog.id)).all()
+        assert actions == ["suspend", "reinstate"]
+
+
+def test_partners_are_for_admins_and_unknown_ones_are_404(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    with users.begin() as session:
+        api_keys.issue_key(session, partner_name="ACME Compute GmbH")
+    sales, sales_token = staff_client(SALES)
+    assert sales.post("/staff/api-keys/partners/acme-compute-gmbh/suspend",
+                      data={"csrf_token": sales_token}).status_code == 403
+    client, token = staff_client(ADMIN)
+    assert client.post("/staff/api-keys/partners/nobody/suspend",
+                       data={"csrf_token": token}).status_code == 404
+    with users() as session:
+        assert all(p.active for p in api_keys.list_partners(session))
+        assert session.scalars(select(AuditLog).where(AuditLog.entity == "partner")).all() == []
