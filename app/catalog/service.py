@@ -65,11 +65,17 @@ def _load(session: Session, revision: tuple[int, str]) -> _Snapshot:
                      checked_at=_clock())
 
 
-def get_catalog(session: Session, *, include_inactive: bool = False) -> Catalog:
-    """The current catalog; active rows only unless ``include_inactive`` (staff views)."""
+def get_catalog(session: Session, *, include_inactive: bool = False,
+                fresh: bool = False) -> Catalog:
+    """The current catalog; active rows only unless ``include_inactive`` (staff views).
+
+    ``fresh`` asks for the revision whatever the interval: the staff desk edits what it shows,
+    and a form rendered from a second-old snapshot another worker has since changed would
+    only earn its user a conflict."""
     key = _cache_key(session)
     cached = _cache.get(key)
-    if cached is not None and _clock() - cached.checked_at < REVISION_CHECK_INTERVAL_S:
+    if (not fresh and cached is not None
+            and _clock() - cached.checked_at < REVISION_CHECK_INTERVAL_S):
         return cached.full if include_inactive else cached.active
     try:
         revision = repository.get_revision(session)

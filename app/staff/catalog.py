@@ -35,7 +35,7 @@ def _kind(plural: str) -> editing.Kind:
 
 
 def _records(session: DbSession, kind: editing.Kind) -> tuple[Record, ...]:
-    catalog = catalog_service.get_catalog(session, include_inactive=True)
+    catalog = catalog_service.get_catalog(session, include_inactive=True, fresh=True)
     if kind == "gpu":
         return catalog.gpus
     return catalog.systems if kind == "system" else catalog.models

@@ -45,7 +45,7 @@ def _detail(request: Request, session: DbSession, reference: str, *,
             errors: FieldErrors | None = None, form: dict[str, str] | None = None,
             conflict: bool = False, status: int = 200) -> Response:
     quote = desk.get_quote(session, reference=reference, vat=vat_policy(request))
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, fresh=True)
     return page(request, DETAIL, {
         "quote": quote, "errors": (errors or FieldErrors()).messages, "form": form or {},
         "conflict": conflict, "gpus": catalog.gpus, "systems": catalog.systems,
@@ -107,8 +107,8 @@ def add_line(request: Request, session: DbSession, principal: Principal, referen
     line = _line_input(body.fields, errors)
     return _apply(request, session, reference, body.fields, errors, lambda: desk.add_line(
         session, actor=actor(principal), reference=reference,
-        version=staff_forms.version(body.fields), catalog=catalog_service.get_catalog(session),
-        line=line), fallback="item_kind")
+        version=staff_forms.version(body.fields),
+        catalog=catalog_service.get_catalog(session, fresh=True), line=line), fallback="item_kind")
 
 
 @router.post("/{reference}/lines/{line_id}")
@@ -120,7 +120,7 @@ def update_line(request: Request, session: DbSession, principal: Principal, refe
     return _apply(request, session, reference, body.fields, errors, lambda: desk.update_line(
         session, actor=actor(principal), reference=reference,
         version=staff_forms.version(body.fields), line_id=line_id,
-        catalog=catalog_service.get_catalog(session), line=line), fallback="quantity")
+        catalog=catalog_service.get_catalog(session, fresh=True), line=line), fallback="quantity")
 
 
 @router.post("/{reference}/lines/{line_id}/delete")

@@ -97,6 +97,23 @@ def test_another_workers_write_reloads_the_cache_within_the_check_interval(
     assert catalog_service.get_gpu(session, slug="g").name == "New name"
 
 
+def test_the_staff_desk_always_sees_the_current_revision(
+    session_factory: SessionFactory, session: Session, make_gpu: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(catalog_service, "_clock", lambda: 1000.0)  # the interval never ends
+    make_gpu(session, slug="g", name="Old name")
+    session.commit()
+    assert catalog_service.get_gpu(session, slug="g").name == "Old name"
+    with session_factory.begin() as other:
+        other.scalars(select(GpuSku).where(GpuSku.slug == "g")).one().name = "New name"
+        repository.bump_revision(other)
+    session.commit()
+    assert catalog_service.get_gpu(session, slug="g").name == "Old name"  # customers: cached
+    staff_view = catalog_service.get_catalog(session, include_inactive=True, fresh=True)
+    assert staff_view.gpu("g").name == "New name"
+
+
 def test_the_revision_is_asked_at_most_once_per_interval(
     session: Session, make_gpu: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
