@@ -27,7 +27,8 @@ RESULT_CACHE_SIZE = 512
 same request against the same catalog snapshot has the same answer; customers ask the same
 popular jobs (the calculator's defaults, the catalog's headline models) again and again, and the
 engine's work was most of an API estimate's server time (``make load``). Keyed by the catalog
-snapshot itself, so a catalog edit starts afresh; inline config.json requests are not kept."""
+snapshot itself, so a catalog edit starts afresh (and the old snapshot's answers are let go);
+inline config.json requests are not kept."""
 
 _results_lock = threading.Lock()
 _results: OrderedDict[tuple[str, int, EstimateRequest], tuple[Catalog, object]] = OrderedDict()
@@ -46,6 +47,8 @@ def _remembered(kind: str, catalog: Catalog, request: EstimateRequest,
             return cast(_T, hit[1])
     value = compute()
     with _results_lock:
+        if _results and next(reversed(_results.values()))[0] is not catalog:
+            _results.clear()  # a new snapshot: the old one's answers are never asked again
         _results[key] = (catalog, value)
         _results.move_to_end(key)
         while len(_results) > RESULT_CACHE_SIZE:

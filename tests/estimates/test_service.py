@@ -111,3 +111,13 @@ def test_every_surface_s_bounds_are_held_in_the_service(
     with pytest.raises(InvalidInput, match=f"^{field}: at most"):
         service.estimate(catalog, dataclasses.replace(LORA, job=job))
     assert engine_calls == []
+
+
+def test_a_new_snapshot_lets_go_of_the_old_one_s_answers(
+    catalog: Catalog, engine_calls: list[str]
+) -> None:
+    service.estimate(catalog, LORA)
+    edited = dataclasses.replace(catalog)
+    service.estimate(edited, LORA)
+    service.estimate(catalog, LORA)  # the old snapshot again: computed afresh
+    assert len(engine_calls) == 3
