@@ -75,6 +75,16 @@ def test_the_snapshot_is_cached_between_calls(session: Session, make_gpu: Any) -
     assert catalog_service.get_catalog(session) is first
 
 
+def _another_worker_renames(
+    session_factory: SessionFactory, session: Session, slug: str, name: str
+) -> None:
+    """Another worker writes and bumps the revision, but cannot touch our cache."""
+    with session_factory.begin() as other:
+        other.scalars(select(GpuSku).where(GpuSku.slug == slug)).one().name = name
+        repository.bump_revision(other)
+    session.commit()  # end our read transaction so we see the other worker's commit
+
+
 def test_another_workers_write_reloads_the_cache_within_the_check_interval(
     session_factory: SessionFactory, session: Session, make_gpu: Any,
     monkeypatch: pytest.MonkeyPatch,
@@ -85,11 +95,7 @@ def test_another_workers_write_reloads_the_cache_within_the_check_interval(
     session.commit()
     assert catalog_service.get_gpu(session, slug="g").name == "Old name"
 
-    # Another worker: writes and bumps the revision, but cannot touch our cache.
-    with session_factory.begin() as other:
-        other.scalars(select(GpuSku).where(GpuSku.slug == "g")).one().name = "New name"
-        repository.bump_revision(other)
-    session.commit()  # end our read transaction so we see the other worker's commit
+    _another_worker_renames(session_factory, session, "g", "New name")
 
     now[0] += catalog_service.REVISION_CHECK_INTERVAL_S / 2
     assert catalog_service.get_gpu(session, slug="g").name == "Old name"  # not asked yet
@@ -105,10 +111,7 @@ def test_the_staff_desk_always_sees_the_current_revision(
     make_gpu(session, slug="g", name="Old name")
     session.commit()
     assert catalog_service.get_gpu(session, slug="g").name == "Old name"
-    with session_factory.begin() as other:
-        other.scalars(select(GpuSku).where(GpuSku.slug == "g")).one().name = "New name"
-        repository.bump_revision(other)
-    session.commit()
+    _another_worker_renames(session_factory, session, "g", "New name")
     assert catalog_service.get_gpu(session, slug="g").name == "Old name"  # customers: cached
     staff_view = catalog_service.get_catalog(session, include_inactive=True, fresh=True)
     assert staff_view.gpu("g").name == "New name"
