@@ -33,11 +33,11 @@ PREFIX_LENGTH = 12
 MAX_PARTNER_NAME = 200
 MAX_LABEL = 200
 MAX_KEY_LENGTH = 128
+"""Longer bearer values are rejected before hashing."""
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 """``last_used_at`` is written at most once a minute per key: staff read it to see whether a
 key is still in use, to the minute (the CLI shows minutes); writing it on every request made
 each API call an UPDATE and a commit, a third of an estimate's server time under load."""
-"""Longer bearer values are rejected before hashing."""
 PRINCIPAL_CACHE_S = 1.0
 """How long a worker trusts a key it has just checked, without asking the database again. Each
 API call was one database round trip for the key alone; a key revoked in this process stops at
@@ -193,17 +193,19 @@ def list_partners(session: Session) -> list[PartnerRecord]:
     return [PartnerRecord(p.slug, p.name, p.active, int(n)) for p, n in rows]
 
 
-def set_partner_active(session: Session, *, slug: str, active: bool) -> PartnerRecord:
+def set_partner_active(session: Session, *, slug: str, active: bool) -> bool:
     """Suspend a partner (every key of theirs is refused, nothing is deleted) or reinstate
-    them. Checked keys cached in this process are dropped at once; other workers follow within
-    :data:`PRINCIPAL_CACHE_S`."""
+    them; whether that changed anything. Checked keys cached in this process are dropped at
+    once; other workers follow within :data:`PRINCIPAL_CACHE_S`."""
     partner = session.scalars(select(Partner).where(Partner.slug == slug[:64])).one_or_none()
     if partner is None:
         raise NotFound(f"partner: no partner {slug[:64]!r}")
+    if partner.active == active:
+        return False
     partner.active = active
     session.flush()
     forget_checked_keys()
-    return next(p for p in list_partners(session) if p.slug == partner.slug)
+    return True
 
 
 def authenticate(session: Session, *, plaintext: str) -> ApiPrincipal | None:

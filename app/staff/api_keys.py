@@ -84,10 +84,8 @@ def reinstate_partner(request: Request, session: DbSession, principal: Admin, sl
 
 def _set_active(request: Request, session: DbSession, principal: StaffPrincipal, slug: str,
                 *, active: bool) -> Response:
-    before = next((p for p in api_keys.list_partners(session) if p.slug == slug), None)
-    record = api_keys.set_partner_active(session, slug=slug, active=active)
-    if before is None or before.active != record.active:
-        audit.record(session, actor=actor(principal), entity="partner", entity_key=record.slug,
+    if api_keys.set_partner_active(session, slug=slug, active=active):
+        audit.record(session, actor=actor(principal), entity="partner", entity_key=slug,
                      action="reinstate" if active else "suspend",
                      before={"active": not active}, after={"active": active})
     return htmx.redirect(request, "/staff/api-keys")

@@ -72,6 +72,10 @@ def test_suspending_a_partner_refuses_all_its_keys_until_reinstated(
         assert api_keys.authenticate(session, plaintext=second) is None
         assert api_keys.authenticate(session, plaintext=other) is not None
     assert "suspended" in client.get("/staff/api-keys").text
+    refused = client.get("/api/v1/gpus", headers={"Authorization": f"Bearer {first}"})
+    assert refused.status_code == 401 and "suspended" in refused.json()["detail"]
+    assert client.post("/staff/api-keys/partners/acme-compute-gmbh/suspend",
+                       data={"csrf_token": token}).status_code == 303  # again: no change
 
     assert client.post("/staff/api-keys/partners/acme-compute-gmbh/reinstate",
                        data={"csrf_token": token}).status_code == 303

@@ -1,9 +1,10 @@
 """Key authentication and rate limiting: one dependency that protects every data router.
 
-``Authorization: Bearer <key>``; a missing, malformed, unknown or revoked key is 401 with
-``WWW-Authenticate: Bearer``. A valid key is counted against its per-minute limit (the key's
-own ``rate_limit_per_minute`` or the ``SIZER_API_RATE_LIMIT_PER_MINUTE`` default); the
-RateLimit headers go on the response, and an exhausted limit is 429 with ``Retry-After``.
+``Authorization: Bearer <key>``; a missing, malformed, unknown or revoked key (or one of a
+suspended partner) is 401 with ``WWW-Authenticate: Bearer``. A valid key is counted against
+its per-minute limit (the key's own ``rate_limit_per_minute`` or the
+``SIZER_API_RATE_LIMIT_PER_MINUTE`` default); the RateLimit headers go on the response, and an
+exhausted limit is 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def require_partner(
                          headers=CHALLENGE)
     principal = api_keys.authenticate(session, plaintext=credentials.credentials)
     if principal is None:
-        raise ApiProblem(401, "The API key is unknown or revoked.", headers=INVALID)
+        raise ApiProblem(401, "The API key is unknown or revoked, or its partner is suspended.",
+                         headers=INVALID)
     settings: Settings = request.app.state.settings
     limiter: RateLimiter = request.app.state.rate_limiter
     limit = principal.rate_limit_per_minute or settings.api_rate_limit_per_minute
