@@ -79,7 +79,7 @@ def list_quote_requests(
     before = None
     if cursor is not None:
         decoded = decode_cursor(cursor)
-        if not decoded.isdigit() or len(decoded) > 18:
+        if not (decoded.isascii() and decoded.isdigit()) or len(decoded) > 18:
             raise ApiProblem(422, "not a cursor this API returned", location="query.cursor")
         before = int(decoded)
     views, next_before = partner_quotes.list_requests(

@@ -185,6 +185,7 @@ def test_the_list_filters_by_status_and_shows_sent_lines(
     ({"limit": 101}, "query.limit"),
     ({"cursor": "not base64!"}, "query.cursor"),
     ({"cursor": "YWJj"}, "query.cursor"),  # "abc": not a position
+    ({"cursor": "wrI"}, "query.cursor"),  # "²": a digit to str.isdigit, not to int()
 ])
 def test_bad_list_parameters_name_the_parameter(
     client: TestClient, auth: dict[str, str], params: dict[str, Any], location: str
