@@ -61,6 +61,13 @@ class RateLimiter(Protocol):
     def hit(self, key: str, *, limit: int) -> RateDecision: ...
 
 
+def current_window(now: float) -> tuple[int, int]:
+    """The clock minute ``now`` falls in (its number since the epoch) and the whole seconds
+    until the next one begins (at least 1: what ``RateLimit-Reset`` and ``Retry-After`` say)."""
+    window = int(now // WINDOW_SECONDS)
+    return window, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+
+
 class FixedWindowLimiter:
     """Counters per key and clock minute, in this process (thread-safe)."""
 
@@ -70,9 +77,7 @@ class FixedWindowLimiter:
         self._counts: dict[str, tuple[int, int]] = {}
 
     def hit(self, key: str, *, limit: int) -> RateDecision:
-        now = self._clock()
-        window = int(now // WINDOW_SECONDS)
-        reset = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+        window, reset = current_window(self._clock())
         with self._lock:
             seen_window, count = self._counts.get(key, (window, 0))
             if seen_window != window:
@@ -108,9 +113,7 @@ class RedisFixedWindowLimiter:
         return self._fallback.hit(key, limit=limit)
 
     def _hit_redis(self, key: str, limit: int) -> RateDecision:
-        now = self._clock()
-        window = int(now // WINDOW_SECONDS)
-        reset = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+        window, reset = current_window(self._clock())
         name = self._store.key("api", key, str(window))
         with self._store.client.pipeline(transaction=True) as pipe:
             pipe.incr(name)
