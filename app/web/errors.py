@@ -59,20 +59,14 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 async def database_error(request: Request, exc: Exception) -> Response:
     """A database outage is the service's problem, not the customer's: 503 and a retry hint,
-    and the request's transaction was rolled back, so nothing half-written stays."""
+    and the request's transaction was rolled back, so nothing half-written stays. (The partner
+    API answers its own, as problem+json: :func:`app.api.v1.problems.on_database`.)"""
     if not is_unavailable(exc):
         raise exc
     logger.warning("database unavailable on %s %s", request.method, request.url.path,
                    exc_info=exc)
-    headers = {"Retry-After": str(RETRY_AFTER_S)}
-    if _is_api(request):
-        return JSONResponse(
-            {"type": "about:blank", "title": "Service Unavailable", "status": 503,
-             "detail": "The database is briefly unavailable; nothing was stored. Try again."},
-            status_code=503, media_type="application/problem+json", headers=headers,
-        )
     response = _page(request, 503, None)
-    response.headers.update(headers)
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
     return response
 
 
