@@ -27,10 +27,11 @@ TOKEN_BYTES = 24
 """secrets.token_urlsafe(24): 192 random bits, 32 characters; unguessable."""
 REFERENCE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 MAX_QUANTITY = 1000
-_UNSAFE = re.compile(r"[<>\x00-\x08\x0b\x0c\x0e-\x1f]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 """Control characters but tab and line breaks: free text (a message, a reference) may hold
-markup, which every page escapes, but never these (PostgreSQL's text cannot even hold NUL)."""
+markup, which every page escapes, but never these (PostgreSQL's text cannot even hold NUL).
+The quote form checks with this same pattern, to say so beside the field."""
+_UNSAFE = re.compile(r"[<>]|" + CONTROL_CHARACTERS.pattern)
 
 
 def _reference(session: Session) -> str:
@@ -50,7 +51,7 @@ def _check(contact: Contact, partner_reference: str | None = None) -> None:
         if value and _UNSAFE.search(value):
             raise InvalidInput(f"{name}: must not contain markup or control characters")
     for name, value in (("message", contact.message), ("partner_reference", partner_reference)):
-        if value and _CONTROL.search(value):
+        if value and CONTROL_CHARACTERS.search(value):
             raise InvalidInput(f"{name}: must not contain control characters")
     if not 1 <= contact.quantity <= MAX_QUANTITY:
         raise InvalidInput(f"quantity: must be from 1 to {MAX_QUANTITY}")

@@ -11,6 +11,7 @@ from babel import Locale
 from app.html import forms
 from app.html.forms import N_, FieldErrors
 from app.quotes.schemas import Contact, ItemKind
+from app.quotes.service import CONTROL_CHARACTERS
 
 COUNTRIES: Final = (
     "AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE", "IT",
@@ -20,7 +21,6 @@ COUNTRIES: Final = (
 EMAIL = re.compile(r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\"]+$")
 VAT_ID = re.compile(r"^[A-Z]{2}[0-9A-Z+*.]{2,12}$")
 MARKUP = re.compile(r"[<>]")
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 ITEM = re.compile(r"^(gpu|system):([a-z0-9][a-z0-9.-]{0,63})$")
 
 
@@ -46,7 +46,7 @@ def _no_markup(value: str, name: str, errors: FieldErrors) -> None:
 def _no_control(data: Mapping[str, str], errors: FieldErrors) -> None:
     """Control characters (but tab and line breaks) can't be typed and can't be stored."""
     for name in ("name", "company", "email", "country", "vat_id", "message"):
-        if CONTROL.search(data.get(name, "")):
+        if CONTROL_CHARACTERS.search(data.get(name, "")):
             errors.add(name, N_("Please leave out control characters."))
 
 
