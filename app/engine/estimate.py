@@ -626,6 +626,7 @@ ASSUMPTION_TEXTS: dict[str, str] = {
 }
 """The English wording of each assumption (the API's and the CLI's); pages translate by key."""
 
+
 def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     """What the figures take for granted, as keys and values a page can translate."""
     items: list[Assumption] = [

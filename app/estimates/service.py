@@ -167,6 +167,8 @@ class SystemFit:
     total_bytes_per_gpu: int
     free_bytes_per_gpu: int
     max_batch_size: int
+    warnings: tuple[str, ...] = ()
+    """The engine's warnings for one of its cards in this configuration."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +213,7 @@ def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit,
                 system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding,
                 fits=fit.fits, total_bytes_per_gpu=fit.total_bytes,
                 free_bytes_per_gpu=fit.free_bytes, max_batch_size=fit.max_batch_size,
+                warnings=fit.warnings,
             )
         )
     return tuple(rows)

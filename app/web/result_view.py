@@ -83,7 +83,15 @@ ASSUMPTION_LABELS = {
     "gpus": N_("%(gpus)s GPUs, data parallel, sharding %(sharding)s"),
 }
 """The engine's assumptions (``ASSUMPTION_TEXTS``), by key, in the customer's language."""
-JOB_WARNINGS = {
+WARNINGS = {
+    UNIFIED_MEMORY_WARNING: N_(
+        "Shared memory: the operating system and CPU programs use the same memory; the usable "
+        "figure already keeps a reserve for them."
+    ),
+    ZERO3_WITHOUT_NVLINK_WARNING: N_(
+        "ZeRO-3 gathers every layer's weights each step; without NVLink that traffic goes over "
+        "PCIe or the network, which is slower."
+    ),
     QLORA_UNMEASURED_WARNING: N_(
         "QLoRA figures are arithmetic plus measured LoRA activations; the 4-bit layers "
         "themselves have not been measured on a GPU yet."
@@ -93,6 +101,7 @@ JOB_WARNINGS = {
         "counted on the GPU here."
     ),
 }
+"""The engine's warnings (its named constants), in the customer's language."""
 SEGMENTS: tuple[tuple[str, str], ...] = (
     ("weights", N_("Weights")),
     ("adapter", N_("Adapter")),
@@ -176,31 +185,8 @@ def quote_url(calc: CalculatorInput, item: str) -> str:
     return "/quote?" + urlencode({"item": item, **calc.query()})
 
 
-def _card_warnings(fit: CardFit) -> tuple[FieldError, ...]:
-    out: list[FieldError] = []
-    for text in fit.warnings:
-        if text == UNIFIED_MEMORY_WARNING:
-            out.append(FieldError(N_(
-                "Shared memory: the operating system and CPU programs use the same memory; "
-                "the usable figure already keeps a reserve for them."
-            )))
-        elif text == ZERO3_WITHOUT_NVLINK_WARNING:
-            out.append(FieldError(N_(
-                "ZeRO-3 gathers every layer's weights each step; without NVLink that traffic "
-                "goes over PCIe or the network, which is slower."
-            )))
-        else:
-            out.append(FieldError(text))
-    return tuple(out)
-
-
-def _system_warnings(row: SystemFit) -> tuple[FieldError, ...]:
-    if row.gpus > 1 and row.sharding == "zero3" and row.gpu.interconnect != "nvlink":
-        return (FieldError(N_(
-            "ZeRO-3 gathers every layer's weights each step; without NVLink that traffic "
-            "goes over PCIe or the network, which is slower."
-        )),)
-    return ()
+def _warnings(texts: tuple[str, ...]) -> tuple[FieldError, ...]:
+    return tuple(FieldError(WARNINGS.get(text, text)) for text in texts)
 
 
 def _lever_speed(lever: Lever) -> FieldError:
@@ -296,20 +282,19 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
             gpu=gpus[fit.gpu], fit=fit, lever=cheapest.get(fit.gpu),
             lever_label=_lever_label(cheapest[fit.gpu]) if fit.gpu in cheapest else None,
             lever_speed=_lever_speed(cheapest[fit.gpu]) if fit.gpu in cheapest else None,
-            warnings=_card_warnings(fit),
+            warnings=_warnings(fit.warnings),
             quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
             highlighted=fit.gpu == calc.gpu,
         )
         for fit in result.fits if fit.gpu in gpus
     )
     systems = tuple(
-        SystemRow(row.system, row, _system_warnings(row),
+        SystemRow(row.system, row, _warnings(row.warnings),
                   quote_url(calc, f"system:{row.system.slug}"))
         for row in sizing.systems
     )
     by_accounting: Mapping[str, int] = result.model_states_by_accounting
     states = sorted(by_accounting.values()) or [result.model_states_bytes]
-    warnings = [FieldError(JOB_WARNINGS.get(text, text)) for text in result.warnings]
     assumptions = tuple(FieldError(ASSUMPTION_LABELS[key], values)
                         for key, values in result.assumption_items)
     model = next((m for m in catalog.models if m.slug == calc.model), None)
@@ -319,6 +304,6 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     return ResultView(
         result=result, model=model, verdict=_verdict(calc, rows, systems), cards=rows,
         systems=systems, chart=_chart(result, tuple(gpus[r.fit.gpu] for r in rows)),
-        legend=legend, states_range=(states[0], states[-1]), warnings=tuple(warnings),
+        legend=legend, states_range=(states[0], states[-1]), warnings=_warnings(result.warnings),
         assumptions=assumptions,
     )

@@ -224,3 +224,17 @@ def test_a_body_that_is_not_a_form_is_415_on_the_page(client: TestClient) -> Non
     assert response.status_code == 415
     assert response.headers["content-type"].startswith("text/html")
     assert "format we cannot read" in response.text
+
+
+def test_a_multi_card_system_without_nvlink_carries_the_engine_s_zero3_warning(
+    client: TestClient,
+) -> None:
+    body = client.get("/?model=llama-3.1-8b&method=lora", headers={"Accept-Language": "en"}).text
+    systems = body[body.index('id="systems-title"'):]
+    rows = re.findall(r'<tr id="system-([^"]+)".*?</tr>\s*(<tr class="sub">.*?</tr>)?',
+                      systems, re.S)
+    warned = {slug for slug, sub in rows if "without NVLink" in sub}
+    # several cards are sharded with ZeRO-3; only the H200 NVL systems have NVLink
+    assert warned == {"ws-2x-rtx-pro-6000", "ws-4x-rtx-pro-6000-max-q",
+                      "ws-2x-rtx-pro-5000-72gb", "srv-4x-rtx-pro-6000-server",
+                      "srv-8x-rtx-pro-6000-server", "dgx-spark-2x-cluster"}
