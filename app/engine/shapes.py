@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from app.engine.errors import EngineError
 
@@ -181,6 +181,46 @@ def parse_config(config: Mapping[str, object]) -> ModelShape:
     return builder(_Config(config))
 
 
+MAX_LAYERS: Final = 1024
+"""Decoder layers. Largest released: 126 (Llama 3.1 405B); GPT-3 175B had 96."""
+MAX_HIDDEN_SIZE: Final = 65_536
+"""Model width. Largest released: 16,384 (Llama 3.1 405B); GPT-3 175B: 12,288."""
+MAX_INTERMEDIATE_SIZE: Final = 262_144
+"""MLP or expert width. Largest released: 53,248 (Llama 3.1 405B)."""
+MAX_VOCAB_SIZE: Final = 2_097_152
+"""Vocabulary. Largest released: 262,144 (Gemma 3); Kimi K2: 163,840."""
+MAX_HEADS: Final = 1024
+"""Attention (and key/value) heads. Largest released: 128 (Llama 3.1 405B, DeepSeek-V3)."""
+MAX_HEAD_DIM: Final = 2048
+"""Width of one head. Largest released: 256 (Gemma 2/3); DeepSeek-V3's MLA: 192."""
+MAX_EXPERTS: Final = 4096
+"""Experts per MoE layer. Largest released: 512 (Qwen3-Next); Kimi K2: 384."""
+MAX_POSITIONS: Final = 2**27
+"""Context positions (134M). Largest released: 10,485,760 (Llama 4 Scout)."""
+
+FIELD_BOUNDS: Final[Mapping[str, int]] = {
+    "num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS,
+    "hidden_size": MAX_HIDDEN_SIZE, "n_embd": MAX_HIDDEN_SIZE,
+    "intermediate_size": MAX_INTERMEDIATE_SIZE, "moe_intermediate_size": MAX_INTERMEDIATE_SIZE,
+    "n_inner": MAX_INTERMEDIATE_SIZE,
+    "vocab_size": MAX_VOCAB_SIZE,
+    "num_attention_heads": MAX_HEADS, "n_head": MAX_HEADS, "num_key_value_heads": MAX_HEADS,
+    "head_dim": MAX_HEAD_DIM,
+    "num_experts": MAX_EXPERTS, "num_local_experts": MAX_EXPERTS,
+    "num_experts_per_tok": MAX_EXPERTS,
+    "decoder_sparse_step": MAX_LAYERS,
+    "max_position_embeddings": MAX_POSITIONS, "n_positions": MAX_POSITIONS,
+}
+"""Upper bound of every integer architecture field the engine reads.
+
+Why: a config.json is a stranger's document, and nothing the engine does may cost more because
+a value in it is large (a qwen3_moe config with 10^8 layers once held a worker for 41 s). The
+bounds sit 4-16x above the largest released model, so no real config is refused, and they keep
+every product of them (parameter counts, bytes) a modest integer. A value above its bound is
+refused with the field named; ``tests/engine/test_config_bounds.py`` holds every builder to
+them and checks that an estimate's work does not grow with any of them."""
+
+
 class _Config:
     """Typed access to config fields with errors that name the field."""
 
@@ -192,9 +232,7 @@ class _Config:
             value = self.raw.get(name)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
-            return value
+            return _bounded(name, value)
         if default is not None:
             return default
         raise ShapeError(f"{names[0]}: missing from the config")
@@ -203,9 +241,7 @@ class _Config:
         value = self.raw.get(name)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
-        return value
+        return _bounded(name, value)
 
     def is_set(self, name: str, default: object = None) -> bool:
         """Whether an optional numeric setting is switched on (present, not null, not 0)."""
@@ -224,15 +260,52 @@ class _Config:
             raise ShapeError(f"{name}: expected true or false, got {value!r}")
         return value
 
-    def int_list(self, name: str) -> tuple[int, ...]:
+    def layer_list(self, name: str, layers: int) -> frozenset[int]:
+        """A list of layer indices (0 to ``layers`` - 1), each at most once.
+
+        Its length is therefore bounded by :data:`MAX_LAYERS`, whatever the document holds."""
         value = self.raw.get(name)
         if value is None:
-            return ()
-        if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value
-        ):
-            raise ShapeError(f"{name}: expected a list of integers")
-        return tuple(value)
+            return frozenset()
+        if not isinstance(value, list) or len(value) > layers:
+            raise ShapeError(f"{name}: expected a list of at most {layers} layer indices")
+        indices = frozenset(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+        if len(indices) != len(value) or not all(0 <= i < layers for i in indices):
+            raise ShapeError(
+                f"{name}: expected distinct layer indices from 0 to {layers - 1}"
+            )
+        return indices
+
+
+def _bounded(name: str, value: object) -> int:
+    """A positive integer no larger than the field's bound in :data:`FIELD_BOUNDS`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
+    bound = FIELD_BOUNDS.get(name)
+    if bound is None:  # a field the engine reads must have a bound: a programming error
+        raise AssertionError(f"no upper bound for config field {name!r}")
+    if value > bound:
+        raise ShapeError(f"{name}: at most {bound:,} is supported, got {value:,}")
+    return value
+
+
+def _experts_per_token(cfg: _Config, experts: int, experts_field: str) -> int:
+    """``num_experts_per_tok``, which cannot exceed the experts there are."""
+    active = cfg.integer("num_experts_per_tok")
+    if active > experts:
+        raise ShapeError(
+            f"num_experts_per_tok: {active} is more than the {experts} experts ({experts_field})"
+        )
+    return active
+
+
+def sparse_layer_count(layers: int, step: int, dense_only: frozenset[int]) -> int:
+    """Layers that hold experts, in closed form (no loop over the layer count).
+
+    ``Qwen3MoeDecoderLayer`` makes layer ``i`` sparse when ``(i + 1) % step == 0`` and ``i`` is
+    not in ``mlp_only_layers``: that is every step-th layer, ``layers // step`` of them, less the
+    listed ones among them. The list is at most ``layers`` long (:meth:`_Config.layer_list`)."""
+    return layers // step - sum(1 for i in dense_only if (i + 1) % step == 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,11 +470,10 @@ def _qwen3_moe(cfg: _Config) -> ModelShape:
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
     experts = cfg.integer("num_experts")
-    active = cfg.integer("num_experts_per_tok")
+    active = _experts_per_token(cfg, experts, "num_experts")
     moe_intermediate = cfg.integer("moe_intermediate_size")
     step = cfg.integer("decoder_sparse_step", default=1)
-    mlp_only = set(cfg.int_list("mlp_only_layers"))
-    sparse = sum(1 for i in range(layers) if i not in mlp_only and (i + 1) % step == 0)
+    sparse = sparse_layer_count(layers, step, cfg.layer_list("mlp_only_layers", layers))
     dense = layers - sparse
     attention_bias = cfg.flag("attention_bias", False)
     linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
@@ -431,7 +503,7 @@ def _mixtral(cfg: _Config) -> ModelShape:
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
     experts = cfg.integer("num_local_experts")
-    active = cfg.integer("num_experts_per_tok")
+    active = _experts_per_token(cfg, experts, "num_local_experts")
     linears = _separate_attention(att, layers, qkv_bias=False, o_bias=False)
     linears.append(LinearSpec("gate", "router", att.hidden, experts, layers))
     linears += _gated_mlp(

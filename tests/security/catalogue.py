@@ -139,6 +139,19 @@ def llama(**changes: Any) -> str:
     return json.dumps({**LLAMA, **changes})
 
 
+QWEN3_MOE: Final[dict[str, Any]] = {
+    "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+    "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+    "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+    "vocab_size": 151936, "max_position_embeddings": 40960,
+}
+"""A valid Qwen3-30B-A3B-shaped config.json: the model type of the probe's denial of service."""
+
+
+def qwen3_moe(**changes: Any) -> str:
+    return json.dumps({**QWEN3_MOE, **changes})
+
+
 def llama_with(fragment: str) -> str:
     """The valid config with a raw JSON fragment (``"key": token``) added at the end."""
     return json.dumps(LLAMA)[:-1] + ", " + fragment + "}"
@@ -234,6 +247,13 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
              echoes_markup=True),
     BadInput("config-sql-model-type", "config", text=llama(model_type=SQL)),
     BadInput("config-over-256kb", "config", text=OVERSIZE_CONFIG, api_status=413),
+    # Architecture fields above their bounds: a qwen3_moe with 10^8 layers held a worker 41 s
+    BadInput("config-moe-1e8-layers", "config", text=qwen3_moe(num_hidden_layers=10**8)),
+    BadInput("config-moe-2-53-layers", "config", text=qwen3_moe(num_hidden_layers=2**53)),
+    BadInput("config-moe-million-experts", "config", text=qwen3_moe(num_experts=10**6)),
+    BadInput("config-vocab-above-bound", "config", text=llama(vocab_size=10**7)),
+    BadInput("config-moe-dense-list-too-long", "config",
+             text=qwen3_moe(mlp_only_layers=list(range(5000)))),
 )
 """The job's fields: calculator page and fragment, POST /estimates, /recommendations and
 /quote-requests (as ``estimate``), ``sizer estimate``."""
