@@ -13,6 +13,7 @@ Why this module is shaped the way it is:
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
@@ -98,6 +100,38 @@ def _parse_rates(value: Any) -> Any:
     return value
 
 
+DEFAULT_PUBLIC_BASE_URL = "http://127.0.0.1:8000"
+"""Absolute links when SIZER_PUBLIC_BASE_URL is unset: where `make run` and `sizer serve` listen
+by default (`sizer serve` sets the setting to its own address on loopback, and refuses to
+serve anywhere else without it)."""
+
+LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+"""IPv4's loopback block (RFC 1122) and IPv6's loopback address (RFC 4291): this computer."""
+
+
+def _origin(value: str) -> str:
+    """``scheme://host[:port]`` of an http(s) URL with nothing else, or a ValueError saying why.
+
+    The pages link to their own root paths (``/q/...``, ``/static/...``), so the service is
+    always served at the root of this origin; a path here would only be dropped."""
+    if not value.isascii() or not value.isprintable() or " " in value:
+        raise ValueError(f"{value!r} must be plain ASCII without spaces (an IDN host in its "
+                         "xn-- form)")
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError(f"{value!r} must be an https:// or http:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{value!r} must not carry a user name or password")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"{value!r} must name the origin only (https://host[:port]); "
+                         "the service answers at its root")
+    try:
+        parts.port  # noqa: B018 -- parsing the port raises on a bad one
+    except ValueError as exc:
+        raise ValueError(f"{value!r} has an invalid port") from exc
+    return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
 class ConfigurationError(Exception):
     """A setting is unusable; carries the environment variable it came from.
 
@@ -160,6 +194,22 @@ class Settings(BaseSettings):
         default=None,
         description="Shop URL a 'request a quote' button opens, e.g. https://shop/quote?sku={sku}.",
     )
+    public_base_url: str | None = Field(
+        default=None,
+        description="Where customers reach the service (https://sizer.shop.example): the only "
+        "source of absolute links (API quote_url, permalinks), never a request's Host header. "
+        "`sizer serve` requires it beyond loopback; on loopback it serves its own address.",
+    )
+    metrics_allow_ips: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(LOOPBACK_NETWORKS),
+        description="Addresses or networks that may read /metrics and /readyz's migration ids "
+        "(comma list); loopback by default, empty for SIZER_METRICS_TOKEN only.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token (16+ characters) that reads /metrics and /readyz's migration "
+        "ids from any address.",
+    )
     supported_locales: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["de", "en"],
         description="Locales the pages are offered in.",
@@ -209,10 +259,48 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 16 characters")
         return value
 
-    @field_validator("frame_ancestors", mode="before")
+    @field_validator("frame_ancestors", "metrics_allow_ips", mode="before")
     @classmethod
-    def _split_frame_ancestors(cls, value: Any) -> Any:
+    def _split_lists(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("metrics_allow_ips")
+    @classmethod
+    def _check_metrics_allow_ips(cls, value: list[str]) -> list[str]:
+        networks: list[str] = []
+        for entry in value:
+            try:  # an address is its own /32 or /128 network
+                networks.append(str(ipaddress.ip_network(entry, strict=False)))
+            except ValueError as exc:
+                raise ValueError(f"{entry!r} is not an IP address or network") from exc
+        return list(dict.fromkeys(networks))
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _check_metrics_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        if len(value.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters")
+        return value
+
+    @field_validator("public_base_url")
+    @classmethod
+    def _check_public_base_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return _origin(value.strip())
+
+    @property
+    def public_origin(self) -> str:
+        """The origin every absolute link starts with: SIZER_PUBLIC_BASE_URL, or (only ever on
+        loopback, as `sizer serve` refuses anything else without it) the default address."""
+        return self.public_base_url or DEFAULT_PUBLIC_BASE_URL
+
+    def absolute_url(self, path: str) -> str:
+        """``path`` (``/q/<token>``) as a link for outside this page: API answers, e-mails,
+        permalinks. Built from the setting alone, so a forged Host header never shows up."""
+        return self.public_origin + path
 
     @field_validator("quote_url_template")
     @classmethod

@@ -23,17 +23,43 @@ log = logging.getLogger("sizer.request")
 _ID = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
+UNMATCHED = "unmatched"
+"""The route label of a request no route took (a 404 for any path anyone cares to send)."""
+
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""The methods that keep their own metrics label: RFC 9110's, less CONNECT and TRACE, which no
+route of ours answers. Anything else a client invents (``curl -X M$RANDOM``) is OTHER_METHOD,
+so /metrics cannot grow with what clients send."""
+OTHER_METHOD = "other"
+
+STATUS_CLASSES = frozenset(f"{digit}xx" for digit in range(1, 6))
+"""HTTP's five status classes (RFC 9110 section 15); a status outside them is OTHER_STATUS."""
+OTHER_STATUS = "other"
+
+
 def _route(scope: Scope) -> str:
     """The route template ("/api/v1/models/{slug}"), never the raw path: bounded labels.
 
-    The router records the route it chose in the scope (which it shares with us)."""
+    The router records the route it chose in the scope (which it shares with us), so the label
+    is one of the app's own route templates, "/static" or UNMATCHED."""
     route = scope.get("route")
     path = getattr(route, "path", None)
     if isinstance(path, str) and path:
         return path
     if scope.get("path", "").startswith("/static/"):
         return "/static"
-    return "unmatched"
+    return UNMATCHED
+
+
+def metric_labels(scope: Scope, status: int) -> tuple[str, str, str]:
+    """Route, method and status class of a request, each from a fixed set."""
+    method = str(scope.get("method", ""))
+    status_class = f"{status // 100}xx"
+    return (
+        _route(scope),
+        method if method in METHODS else OTHER_METHOD,
+        status_class if status_class in STATUS_CLASSES else OTHER_STATUS,
+    )
 
 
 class RequestContextMiddleware:
@@ -65,13 +91,14 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             seconds = time.perf_counter() - started
-            route = _route(scope)
-            method = str(scope.get("method", ""))
-            metrics.REQUEST_SECONDS.labels(route, method, f"{status // 100}xx").observe(seconds)
+            route, method_label, status_class = metric_labels(scope, status)
+            metrics.REQUEST_SECONDS.labels(route, method_label, status_class).observe(seconds)
             log.info(
                 "request",
                 extra={
-                    "method": method, "path": scope.get("path", ""), "route": route,
+                    # The log line keeps the method as sent (it is one line, not a series).
+                    "method": str(scope.get("method", "")), "path": scope.get("path", ""),
+                    "route": route,
                     "status": status, "ms": round(seconds * 1000, 2),
                 },
             )

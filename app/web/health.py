@@ -2,7 +2,8 @@
 
 /healthz answers as long as the process serves requests (restart me if not).
 /readyz also proves the database is reachable and migrated to the code's head
-(send me traffic only if so), and says in its body what is wrong when not.
+(send me traffic only if so), and says in its body what is wrong when not; the migration
+ids and the database's error text only to clients allowed to read the metrics.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.migrate import migration_state
+from app.ops.access import may_read_internals
 
 router = APIRouter(include_in_schema=False)
 
@@ -50,8 +52,15 @@ def _readiness(engine: Engine) -> tuple[int, dict[str, Any]]:
     return 200, body
 
 
+INTERNAL_FIELDS = ("migration", "detail")
+"""What only allowed clients see (app/ops/access.py): the exact schema version and the
+database's own error text. Everyone else gets status and database, all a load balancer needs."""
+
+
 @router.get("/readyz")
 def readyz(request: Request) -> JSONResponse:
     """200 when the database is reachable and at head; 503 naming the problem otherwise."""
     status_code, body = _readiness(request.app.state.engine)
+    if not may_read_internals(request):
+        body = {key: value for key, value in body.items() if key not in INTERNAL_FIELDS}
     return JSONResponse(body, status_code=status_code)

@@ -17,7 +17,8 @@ from app.main import create_app
 
 def _client(database_url: str) -> Iterator[TestClient]:
     app = create_app(load_settings(database_url=database_url))
-    with TestClient(app) as client:
+    # From loopback, so /readyz shows the migration ids (app/ops/access.py).
+    with TestClient(app, client=("127.0.0.1", 50000)) as client:
         yield client
 
 

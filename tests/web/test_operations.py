@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.ops import logs
 from app.ops.logs import JsonFormatter
+from app.ops.middleware import metric_labels
 
 HEX_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -58,6 +60,18 @@ def test_log_lines_carry_the_request_id_of_their_context() -> None:
     assert line["msg"] == "hello world" and line["request_id"] == "req-42"
 
 
+METRICS_TOKEN = "a-metrics-token-for-the-tests"
+LATENCY_COUNT = "sizer_http_request_duration_seconds_count"
+
+
+@pytest.fixture
+def scraper(make_client: Callable[..., TestClient]) -> TestClient:
+    """A client that may read /metrics (it carries the metrics token)."""
+    client = make_client(metrics_token=METRICS_TOKEN)
+    client.headers.update({"Authorization": f"Bearer {METRICS_TOKEN}", "Accept-Language": "en"})
+    return client
+
+
 def _sample(text: str, name: str, **labels: str) -> float:
     for line in text.splitlines():
         if not line.startswith(name + "{"):
@@ -68,7 +82,8 @@ def _sample(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-def test_metrics_count_estimates_by_method_and_latency_by_route(client: TestClient) -> None:
+def test_metrics_count_estimates_by_method_and_latency_by_route(scraper: TestClient) -> None:
+    client = scraper
     before = client.get("/metrics").text
     client.get("/", params={"model": "llama-3.1-8b", "method": "qlora"})
     after = client.get("/metrics")
@@ -80,3 +95,39 @@ def test_metrics_count_estimates_by_method_and_latency_by_route(client: TestClie
         after.text, "sizer_http_request_duration_seconds_count", route="/", method="GET",
         status="2xx",
     ) >= 1
+
+
+def _series(text: str, name: str) -> set[str]:
+    return {line.split(" ")[0] for line in text.splitlines() if line.startswith(name + "{")}
+
+
+def test_invented_methods_and_paths_do_not_grow_the_metrics(scraper: TestClient) -> None:
+    """`curl -X M$RANDOM` and random paths once added a series each (issue 13, point 7)."""
+    scraper.request("MFIRST", "/")
+    scraper.request("MFIRST", "/no/such/page")
+    before = scraper.get("/metrics").text
+    for n in range(20):
+        scraper.request(f"M{n}{n * 7919}", "/")
+        scraper.request(f"X{n}", f"/no/such/page/{n}")
+    after = scraper.get("/metrics").text
+    assert _series(after, LATENCY_COUNT) == _series(before, LATENCY_COUNT)
+    assert "MFIRST" not in after and "M17919" not in after and "/no/such/page" not in after
+    assert _sample(after, LATENCY_COUNT, route="/", method="other") >= 21
+    assert _sample(after, LATENCY_COUNT, route="unmatched", method="other") >= 21
+
+
+@pytest.mark.parametrize(
+    ("scope", "labels"),
+    [
+        ({"method": "GET", "path": "/"}, ("unmatched", "GET", "2xx")),
+        ({"method": "get", "path": "/"}, ("unmatched", "other", "2xx")),
+        ({"method": "BREW", "path": "/static/x.css"}, ("/static", "other", "2xx")),
+        ({"method": "POST", "path": "/"}, ("unmatched", "POST", "other")),
+    ],
+    ids=["known", "lower-case", "invented", "status-999"],
+)
+def test_every_label_comes_from_a_fixed_set(
+    scope: dict[str, str], labels: tuple[str, str, str]
+) -> None:
+    status = 999 if labels[2] == "other" else 200
+    assert metric_labels(scope, status) == labels
