@@ -229,6 +229,11 @@ class Settings(BaseSettings):
         default=120, ge=1, le=1_000_000,
         description="Partner API requests per key and minute, unless the key sets its own.",
     )
+    quote_rate_limit_per_hour: int = Field(
+        default=10, ge=1, le=100_000,
+        description="Storefront quote requests (POST /quote) stored per client address (IPv6: "
+        "per /64) and clock hour; more are refused with 429 and Retry-After.",
+    )
     redis_url: str | None = Field(
         default=None,
         description="redis:// URL: rate limits and sign-in throttling shared by all workers "

@@ -15,6 +15,7 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from app import api, shared_store
+from app.api.v1.ratelimit import limiter_for
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
 from app.html.middleware import WebMiddleware
@@ -47,6 +48,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     app.state.shared_store = store
+    # POST /quote per client address, counted with the partner API's limiter (in Redis when set)
+    app.state.quote_limiter = limiter_for(store, kind="quote", window_s=quotes.RATE_WINDOW_S)
     # check_dir=False: a missing static/ then fails only static requests and
     # never keeps the probes or the API from starting.
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")

@@ -85,7 +85,8 @@ def running_service(
         _sizer(env, "db", "seed")
         # A key whose limit the load cannot reach: the load measures the service, not the
         # rate limiter (tests/api cover that).
-        out = _sizer(env, "apikey", "create", "--partner", "load-test", "--rate-limit", "1000000")
+        out = _sizer(env, "apikey", "create", "--new-partner", "load-test",
+                     "--rate-limit", "1000000")
         match = re.search(r"^key:\s+(\S+)", out, re.MULTILINE)
         if match is None:
             raise RuntimeError(f"no key in `sizer apikey create` output: {out!r}")

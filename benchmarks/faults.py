@@ -175,7 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     estimates: list[Outcome] = []
     quotes: list[tuple[str, Outcome]] = []
     timeline = Timeline()
-    with running_service(args.database_server, workers=2) as service:
+    # The lanes send quote requests from one address far faster than a customer; the quote
+    # limit (SIZER_QUOTE_RATE_LIMIT_PER_HOUR) would refuse them, and this run measures faults.
+    unlimited = {"SIZER_QUOTE_RATE_LIMIT_PER_HOUR": "100000"}
+    with running_service(args.database_server, workers=2, extra_env=unlimited) as service:
         pids_before = _server_pids(service.pid)
         fields = _quote_fields(service.base_url)
         fragment = Call("POST", "/", {"HX-Request": "true",

@@ -46,7 +46,8 @@ def filled_database_url(empty_database_url: str) -> str:
     try:
         with make_session_factory(engine).begin() as session:
             seed_database(session)
-            partner = Partner(slug="acme", name="ACME Reseller GmbH")
+            partner = Partner(slug="acme", name="ACME Reseller GmbH",
+                              name_key="acme-reseller-gmbh")
             session.add(partner)
             session.flush()
             request = QuoteRequest(
@@ -113,7 +114,7 @@ def test_new_rows_after_a_restore_get_fresh_ids(
     engine = make_engine(second_database_url)
     try:
         with make_session_factory(engine).begin() as session:
-            partner = Partner(slug="second", name="Second partner")
+            partner = Partner(slug="second", name="Second partner", name_key="second-partner")
             session.add(partner)
             session.flush()
             largest = session.scalar(select(func.max(Partner.id)))

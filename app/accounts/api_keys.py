@@ -5,6 +5,13 @@ stored (a slow hash adds nothing to a 256-bit random secret); ``prefix``, the ke
 12 characters, names it in lists and in ``sizer apikey revoke``. The plaintext exists only in
 the return value of :func:`issue_key`, to be shown once.
 
+Partners are rows with their own id, and a key is always issued for a partner named
+explicitly (:func:`issue_key` takes its id): an existing one picked from the list, or a new
+one made by :func:`create_partner`. Earlier a key attached to whichever partner had the same
+ASCII slug, so a key for "Müller AG" silently joined "Muller AG" and listed its quote requests
+(issue 13, point 6). A new partner whose name reads like an existing one's (see
+:func:`partner_name_key`) is refused with :class:`PartnerNameTaken`, naming that partner.
+
 The CLI (``sizer apikey``) and the staff desk call these same functions.
 """
 
@@ -20,17 +27,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.tables import ApiKey, Partner
-from app.errors import InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound
 
 KEY_SCHEME = "gsz_"
 KEY_RANDOM_BYTES = 32
 PREFIX_LENGTH = 12
 """``gsz_`` plus 8 random characters (48 bits): unique in practice, checked anyway."""
 MAX_PARTNER_NAME = 200
+"""The ``partner.name`` column's length."""
+MAX_PARTNER_NAME_KEY = 200
+"""The ``partner.name_key`` column's length; a longer folded name is cut (two names alike in
+their first 200 folded characters then count as alike, which only ever refuses)."""
+MAX_ROW_ID = 2**31
+"""Ids are 32-bit INTEGER columns: a larger number names no row (and PostgreSQL would refuse
+to compare it with one)."""
+SLUG_FALLBACK = "partner"
+"""The slug of a name without ASCII letters or digits ("株式会社"), before its suffix."""
+SLUG_SUFFIX_BYTES = 3
+"""A taken slug gets ``-`` and 6 random hex digits: the slug is a handle, not the identity."""
 MAX_LABEL = 200
 MAX_KEY_LENGTH = 128
 """Longer bearer values are rejected before hashing."""
@@ -49,11 +68,30 @@ _lock = threading.Lock()
 _principals: dict[tuple[str, str], tuple[float, ApiPrincipal]] = {}
 
 
+class PartnerNameTaken(Conflict):
+    """A new partner's name reads like an existing partner's: the error as data (which field,
+    what was asked, which partner it collides with), so each surface words it itself."""
+
+    field = "new_partner_name"
+
+    def __init__(self, *, name: str, existing_id: int | None, existing_name: str | None,
+                 existing_slug: str | None) -> None:
+        who = (f"the existing partner {existing_name!r} ({existing_slug}, id {existing_id})"
+               if existing_name is not None else "a partner created at the same moment")
+        super().__init__(f"{self.field}: {name!r} reads like {who}; pick that partner or "
+                         "give a name that tells them apart")
+        self.name = name
+        self.existing_id = existing_id
+        self.existing_name = existing_name
+        self.existing_slug = existing_slug
+
+
 @dataclass(frozen=True, slots=True)
 class ApiKeyRecord:
     """A key as lists show it (never the plaintext, never the hash)."""
 
     prefix: str
+    partner_id: int
     partner_slug: str
     partner_name: str
     label: str
@@ -83,10 +121,23 @@ def hash_key(plaintext: str) -> str:
 
 
 def partner_slug(name: str) -> str:
-    """``"ACME Compute GmbH"`` -> ``"acme-compute-gmbh"``."""
+    """``"ACME Compute GmbH"`` -> ``"acme-compute-gmbh"``: a handle, never the identity."""
     text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return slug[:64].strip("-")
+
+
+def partner_name_key(name: str) -> str:
+    """A name folded the way people confuse names: compatibility forms, case and accents
+    dropped, every run of anything but letters and digits one ``-``. ``"Müller AG"``,
+    ``"MULLER-AG"`` and ``"Muller AG"`` all give ``"muller-ag"``, ``"Ä"`` gives ``"a"`` (like
+    ``"A"``), ``"Straße"`` gives ``"strasse"``; letters of any script are kept (``"株式会社"``).
+
+    Migration ``20261203_0004`` holds a frozen copy to fill the column for existing rows."""
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", name).casefold())
+    bare = "".join(char for char in folded if not unicodedata.combining(char))
+    key = "-".join(part for part in re.split(r"[\W_]+", bare) if part)
+    return key[:MAX_PARTNER_NAME_KEY]
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -98,37 +149,88 @@ def _aware(value: datetime | None) -> datetime | None:
 def _record(key: ApiKey, partner: Partner) -> ApiKeyRecord:
     created = _aware(key.created_at) or utcnow()
     return ApiKeyRecord(
-        prefix=key.prefix, partner_slug=partner.slug, partner_name=partner.name,
+        prefix=key.prefix, partner_id=partner.id, partner_slug=partner.slug,
+        partner_name=partner.name,
         label=key.label, created_at=created, last_used_at=_aware(key.last_used_at),
         revoked_at=_aware(key.revoked_at), rate_limit_per_minute=key.rate_limit_per_minute,
     )
 
 
-def _partner(session: Session, name: str) -> Partner:
+def _free_slug(session: Session, name: str) -> str:
+    """The name's ASCII slug, or that with a random suffix when another partner holds it."""
+    base = partner_slug(name) or SLUG_FALLBACK
+    slug = base
+    while session.scalars(select(Partner.id).where(Partner.slug == slug)).first() is not None:
+        slug = f"{base[:64 - 1 - 2 * SLUG_SUFFIX_BYTES]}-{secrets.token_hex(SLUG_SUFFIX_BYTES)}"
+    return slug
+
+
+def create_partner(session: Session, *, name: str) -> PartnerRecord:
+    """A new partner with this name (whitespace collapsed). InvalidInput for an empty, long or
+    control-character name; :class:`PartnerNameTaken` when it reads like an existing one."""
     clean = " ".join(name.split())
+    field = PartnerNameTaken.field
     if not clean or len(clean) > MAX_PARTNER_NAME:
-        raise InvalidInput(f"partner: a name of 1 to {MAX_PARTNER_NAME} characters")
-    slug = partner_slug(clean)
-    if not slug:
-        raise InvalidInput("partner: the name needs at least one letter or digit")
-    partner = session.scalars(select(Partner).where(Partner.slug == slug)).one_or_none()
-    if partner is None:
-        partner = Partner(slug=slug, name=clean)
-        session.add(partner)
+        raise InvalidInput(f"{field}: a name of 1 to {MAX_PARTNER_NAME} characters")
+    if not clean.isprintable():
+        raise InvalidInput(f"{field}: must not contain control or invisible characters")
+    key = partner_name_key(clean)
+    if not key:
+        raise InvalidInput(f"{field}: the name needs at least one letter or digit")
+    existing = session.scalars(select(Partner).where(Partner.name_key == key)).one_or_none()
+    if existing is not None:
+        raise PartnerNameTaken(name=clean, existing_id=existing.id,
+                               existing_name=existing.name, existing_slug=existing.slug)
+    partner = Partner(slug=_free_slug(session, clean), name=clean, name_key=key)
+    session.add(partner)
+    try:
         session.flush()
+    except IntegrityError as exc:  # the same name created concurrently; caller rolls back
+        raise PartnerNameTaken(name=clean, existing_id=None, existing_name=None,
+                               existing_slug=None) from exc
+    return PartnerRecord(partner.id, partner.slug, partner.name, partner.active, 0)
+
+
+def _partner_row(session: Session, *, partner_id: int | None = None,
+                 slug: str | None = None) -> Partner:
+    if partner_id is not None:
+        partner = session.get(Partner, partner_id) if 0 < partner_id < MAX_ROW_ID else None
+        wanted = f"partner_id: no partner with id {partner_id}"
+    else:
+        wanted = f"partner: no partner {(slug or '')[:64]!r}"
+        partner = session.scalars(
+            select(Partner).where(Partner.slug == (slug or "")[:64])
+        ).one_or_none()
+    if partner is None:
+        raise NotFound(wanted)
     return partner
 
 
+def get_partner(session: Session, *, partner_id: int | None = None,
+                slug: str | None = None) -> PartnerRecord:
+    """One partner by id (or by slug, for the CLI); NotFound otherwise."""
+    partner = _partner_row(session, partner_id=partner_id, slug=slug)
+    active_keys = session.scalar(
+        select(func.count()).select_from(ApiKey)
+        .where(ApiKey.partner_id == partner.id, ApiKey.revoked_at.is_(None))
+    )
+    return PartnerRecord(partner.id, partner.slug, partner.name, partner.active,
+                         int(active_keys or 0))
+
+
 def issue_key(
-    session: Session, *, partner_name: str, label: str = "",
+    session: Session, *, partner_id: int, label: str = "",
     rate_limit_per_minute: int | None = None,
 ) -> tuple[ApiKeyRecord, str]:
-    """A new key for the partner (created if missing): its record and the plaintext (once)."""
+    """A new key for the partner with this id (never one found by its name): its record and
+    the plaintext (once). NotFound for an unknown partner, InvalidInput for a suspended one."""
     if len(label) > MAX_LABEL:
         raise InvalidInput(f"label: at most {MAX_LABEL} characters")
     if rate_limit_per_minute is not None and not 1 <= rate_limit_per_minute <= 1_000_000:
         raise InvalidInput("rate_limit_per_minute: from 1 to 1000000")
-    partner = _partner(session, partner_name)
+    partner = _partner_row(session, partner_id=partner_id)
+    if not partner.active:
+        raise InvalidInput("partner_id: the partner is suspended; reinstate it first")
     while True:
         plaintext = KEY_SCHEME + secrets.token_urlsafe(KEY_RANDOM_BYTES)
         prefix = plaintext[:PREFIX_LENGTH]
@@ -174,6 +276,7 @@ def revoke_key(session: Session, *, prefix: str) -> ApiKeyRecord:
 class PartnerRecord:
     """A partner as the desk lists it."""
 
+    id: int
     slug: str
     name: str
     active: bool
@@ -190,16 +293,14 @@ def list_partners(session: Session) -> list[PartnerRecord]:
         select(Partner, func.coalesce(keys.c.n, 0))
         .outerjoin(keys, keys.c.partner_id == Partner.id).order_by(Partner.name, Partner.id)
     ).tuples()
-    return [PartnerRecord(p.slug, p.name, p.active, int(n)) for p, n in rows]
+    return [PartnerRecord(p.id, p.slug, p.name, p.active, int(n)) for p, n in rows]
 
 
-def set_partner_active(session: Session, *, slug: str, active: bool) -> bool:
+def set_partner_active(session: Session, *, partner_id: int, active: bool) -> bool:
     """Suspend a partner (every key of theirs is refused, nothing is deleted) or reinstate
     them; whether that changed anything. Checked keys cached in this process are dropped at
     once; other workers follow within :data:`PRINCIPAL_CACHE_S`."""
-    partner = session.scalars(select(Partner).where(Partner.slug == slug[:64])).one_or_none()
-    if partner is None:
-        raise NotFound(f"partner: no partner {slug[:64]!r}")
+    partner = _partner_row(session, partner_id=partner_id)
     if partner.active == active:
         return False
     partner.active = active

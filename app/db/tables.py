@@ -29,6 +29,7 @@ from sqlalchemy import (
     Numeric,
     String,
     Text,
+    false,
     func,
     true,
 )
@@ -229,6 +230,9 @@ class QuoteRequest(Base):
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # VAT rate frozen when the quote is sent (percent, from settings by country).
     vat_rate_percent: Mapped[Decimal | None] = mapped_column(Numeric(5, 2))
+    # Marked as spam by staff: hidden from the desk's default list, kept (and audited), so a
+    # wrong call can be undone and a flood can be looked at later.
+    spam: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     lines: Mapped[list[QuoteLine]] = relationship(
         back_populates="quote_request",
@@ -271,13 +275,21 @@ class QuoteLine(Base):
 
 
 class Partner(Base):
-    """A reseller or integrator using the JSON API; owns API keys and quote requests."""
+    """A reseller or integrator using the JSON API; owns API keys and quote requests.
+
+    ``id`` is the partner's identity: keys and quote requests point at it, and issuing a key
+    names it. ``slug`` is a short ASCII handle for lists, URLs and the CLI. ``name_key`` is
+    the name folded the way people confuse names (case, accents, punctuation: "Müller AG",
+    "MULLER-AG"); it is unique, so a second partner that reads like an existing one is
+    refused instead of being mistaken for it (issue 13, point 6).
+    """
 
     __tablename__ = "partner"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     slug: Mapped[str] = mapped_column(String(64), unique=True)
     name: Mapped[str] = mapped_column(String(200))
+    name_key: Mapped[str] = mapped_column(String(200), unique=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, server_default=func.now()

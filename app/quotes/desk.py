@@ -5,6 +5,10 @@ alter it), notes, a validity date and a status (new -> in_progress -> sent -> ac
 expired). Every mutating call names the quote ``version`` its form was rendered from: a stale
 one is a Conflict and nothing is written. Once sent, lines, notes and validity are frozen and
 the VAT rate is stored; only the status may still move to accepted or expired.
+
+The list comes a page at a time (:data:`PAGE_SIZE`, newest first, continued with a cursor), so
+no flood of requests can push the rest out of reach; staff can mark a request as spam, which
+hides it from every list but the spam list and keeps it (issue 13, point 5).
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ DEFAULT_VALIDITY_DAYS = 30
 MAX_LINES = 100
 MAX_QUANTITY = 10_000
 MAX_PRICE = Decimal("9999999999.99")
+PAGE_SIZE = 50
+"""Requests per page of the desk's list: a screenful to triage; older ones are a click away."""
+SPAM_FILTER = "spam"
+"""The list filter that shows the requests marked as spam (and only those)."""
+LIST_FILTERS: tuple[str, ...] = (*QUOTE_STATUSES, SPAM_FILTER)
+MAX_CURSOR = 2**31
+"""Cursors are row ids (32-bit INTEGER); a larger one names no row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +59,7 @@ class VatPolicy:
 
 @dataclass(frozen=True, slots=True)
 class QuoteSummary:
+    id: int
     reference: str
     created_at: datetime
     company: str
@@ -57,6 +69,16 @@ class QuoteSummary:
     quantity: int
     status: str
     partner: str | None
+    spam: bool
+    is_sent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QuotePage:
+    """One page of the desk's list and the cursor of the next (older) one, None on the last."""
+
+    quotes: list[QuoteSummary]
+    next_before: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +117,7 @@ class Quote:
     valid_until: date | None
     sent_at: datetime | None
     partner: str | None
+    spam: bool
     lines: tuple[LineRecord, ...]
     vat: VatDecision
     totals: Totals
@@ -135,7 +158,7 @@ def _quote(session: Session, row: QuoteRequest, policy: VatPolicy) -> Quote:
         request=request_record(row), version=row.version,
         status=validity.effective_status(row.status, row.valid_until, validity.today()),
         staff_notes=row.staff_notes, valid_until=row.valid_until, sent_at=_aware(row.sent_at),
-        partner=repo.partner_name(session, row.partner_id), lines=lines, vat=vat,
+        partner=repo.partner_name(session, row.partner_id), spam=row.spam, lines=lines, vat=vat,
         totals=pricing.totals((line.net_eur for line in lines), vat_rate_percent=vat.rate_percent),
     )
 
@@ -157,20 +180,51 @@ def _snapshot(row: QuoteRequest) -> dict[str, Any]:
     }
 
 
-def list_quotes(session: Session, *, status: str | None = None, limit: int = 500
-                ) -> list[QuoteSummary]:
-    """The desk's list, newest first, optionally of one status."""
-    if status is not None and status not in QUOTE_STATUSES:
-        raise InvalidInput(f"status: must be one of {', '.join(QUOTE_STATUSES)}")
-    return [
+def list_quotes(session: Session, *, status: str | None = None, before: int | None = None,
+                limit: int = PAGE_SIZE) -> QuotePage:
+    """One page of the desk's list, newest first: requests of one status (any when None) not
+    marked as spam, or with ``status="spam"`` those marked as spam; ``before`` continues from
+    a page's ``next_before``."""
+    if status is not None and status not in LIST_FILTERS:
+        raise InvalidInput(f"status: must be one of {', '.join(LIST_FILTERS)}")
+    if before is not None and not 0 < before <= MAX_CURSOR:
+        raise InvalidInput(f"before: a row id from 1 to {MAX_CURSOR}")
+    if not 1 <= limit <= PAGE_SIZE:
+        raise InvalidInput(f"limit: from 1 to {PAGE_SIZE}")
+    spam = status == SPAM_FILTER
+    rows = repo.list_rows(session, status=None if spam else status, spam=spam,
+                          before_id=before, limit=limit + 1)
+    page = [
         QuoteSummary(
-            reference=row.reference, created_at=_aware(row.created_at) or row.created_at,
+            id=row.id, reference=row.reference,
+            created_at=_aware(row.created_at) or row.created_at,
             company=row.company, name=row.name, country=row.country, item_name=row.item_name,
-            quantity=row.quantity, partner=partner,
+            quantity=row.quantity, partner=partner, spam=row.spam,
+            is_sent=row.sent_at is not None,
             status=validity.effective_status(row.status, row.valid_until, validity.today()),
         )
-        for row, partner in repo.list_rows(session, status=status, limit=limit)
+        for row, partner in rows[:limit]
     ]
+    return QuotePage(page, page[-1].id if len(rows) > limit else None)
+
+
+def mark_spam(session: Session, *, actor: Actor, reference: str, spam: bool) -> bool:
+    """Mark a request as spam (hidden from the default list, kept) or take the mark back;
+    whether that changed anything. Audited. A sent quote went to a real customer: refused."""
+    row = _row(session, reference)
+    if row.spam == spam:
+        return False
+    if spam and row.sent_at is not None:
+        raise InvalidInput("spam: a sent quote can't be marked as spam")
+    row.spam = spam
+    try:
+        session.flush()
+    except StaleDataError as exc:
+        raise Conflict("quote: changed by someone else since you opened it") from exc
+    audit.record(session, actor=actor, entity="quote", entity_key=reference,
+                 action="mark_spam" if spam else "unmark_spam",
+                 before={"spam": not spam}, after={"spam": spam})
+    return True
 
 
 def _row(session: Session, reference: str) -> QuoteRequest:

@@ -12,17 +12,21 @@ from app.quotes.repository import is_lookup_key
 
 
 def list_rows(
-    session: Session, *, status: str | None, limit: int
+    session: Session, *, status: str | None, spam: bool, before_id: int | None, limit: int
 ) -> list[tuple[QuoteRequest, str | None]]:
-    """Requests newest first with their partner's name (None for the storefront)."""
+    """Requests newest (highest id) first with their partner's name (None for the
+    storefront): the spam ones or the others, older than ``before_id`` when given."""
     query = (
         select(QuoteRequest, Partner.name)
         .outerjoin(Partner, QuoteRequest.partner_id == Partner.id)
-        .order_by(QuoteRequest.created_at.desc(), QuoteRequest.id.desc())
+        .where(QuoteRequest.spam == spam)
+        .order_by(QuoteRequest.id.desc())
         .limit(limit)
     )
     if status:
         query = query.where(validity.status_is(status, validity.today()))
+    if before_id is not None:
+        query = query.where(QuoteRequest.id < before_id)
     return [(row, name) for row, name in session.execute(query).tuples()]
 
 

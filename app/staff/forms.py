@@ -65,6 +65,19 @@ def version(data: Mapping[str, str]) -> int:
     return int(raw) if raw.isdigit() and len(raw) < 10 else -1
 
 
+ROW_ID_DIGITS = 10
+"""Row ids are 32-bit integers: more digits can't name one (and never reach the database)."""
+
+
+def row_id(raw: str) -> int | None:
+    """A row id as a form, path or cursor carries it: ASCII digits only ('²' and '١' are
+    digits to ``str.isdigit`` but no id), at most :data:`ROW_ID_DIGITS`; else None."""
+    text = raw.strip()
+    if not text or len(text) > ROW_ID_DIGITS or not (text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
 def domain_field_error(exc: DomainError, errors: FieldErrors, *, fallback: str) -> None:
     """Put a service's ``"field: reason"`` message beside that field (or ``fallback``)."""
     field, sep, reason = exc.detail.partition(": ")

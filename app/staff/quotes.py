@@ -1,4 +1,5 @@
-"""The quote desk: list and filter requests, open one, price it with lines, send, print."""
+"""The quote desk: list and filter requests a page at a time, open one, price it with lines,
+send, print; mark a request as spam (hidden from the list, kept, audited)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from app.db.session import DbSession
 from app.db.tables import QUOTE_STATUSES
 from app.errors import Conflict, InvalidInput
 from app.html import forms, htmx
-from app.html.forms import FieldErrors
+from app.html.forms import N_, FieldErrors
 from app.quotes import desk
 from app.quotes.desk import LineInput, VatPolicy
 from app.staff import forms as staff_forms
@@ -33,12 +34,23 @@ def vat_policy(request: Request) -> VatPolicy:
 
 
 @router.get("", response_class=HTMLResponse)
-def quote_list(request: Request, session: DbSession, status: str = "") -> Response:
-    """All requests, newest first; ``?status=`` filters (the filter is an htmx swap too)."""
-    chosen = status if status in QUOTE_STATUSES else None
-    quotes = desk.list_quotes(session, status=chosen)
-    return page(request, LIST, {"quotes": quotes, "status": chosen or "",
-                                "statuses": QUOTE_STATUSES}, blocks=("quote_table",))
+def quote_list(request: Request, session: DbSession, status: str = "",
+               before: str = "") -> Response:
+    """Requests not marked as spam, newest first, :data:`desk.PAGE_SIZE` a page; ``?status=``
+    filters (``spam`` shows the spam), ``?before=`` continues to older ones (the filter is an
+    htmx swap too). A cursor that is no row id is refused beside the pager (422)."""
+    chosen = status if status in desk.LIST_FILTERS else None
+    errors = FieldErrors()
+    cursor = staff_forms.row_id(before) if before else None
+    if before and (cursor is None or cursor > desk.MAX_CURSOR):
+        errors.add("before", N_("This link to older requests is not valid. The list starts "
+                                "again from the newest."))
+        cursor = None
+    quotes = desk.list_quotes(session, status=chosen, before=cursor)
+    return page(request, LIST, {"quotes": quotes.quotes, "next_before": quotes.next_before,
+                                "before": cursor, "status": chosen or "",
+                                "statuses": QUOTE_STATUSES, "errors": errors.messages},
+                blocks=("quote_table",), status_code=422 if errors else 200)
 
 
 def _detail(request: Request, session: DbSession, reference: str, *,
@@ -154,3 +166,22 @@ def send_quote(request: Request, session: DbSession, principal: Principal, refer
     return _apply(request, session, reference, body.fields, FieldErrors(), lambda: desk.send(
         session, actor=actor(principal), reference=reference,
         version=staff_forms.version(body.fields), vat=vat_policy(request)), fallback="lines")
+
+
+@router.post("/{reference}/spam")
+def mark_spam(request: Request, session: DbSession, principal: Principal, reference: str,
+              body: StaffForm) -> Response:
+    """Mark as spam (``spam=1``) or take the mark back (``spam=0``); back to the list when
+    the form came from there (``back=list``), else to the request."""
+    spam = forms.flag(body.fields, "spam")
+    errors = FieldErrors()
+    try:
+        desk.mark_spam(session, actor=actor(principal), reference=reference, spam=spam)
+    except InvalidInput as exc:
+        session.rollback()
+        staff_forms.domain_field_error(exc, errors, fallback="spam")
+        return _detail(request, session, reference, errors=errors, form=body.fields,
+                       status=422)
+    if body.fields.get("back") == "list":
+        return htmx.redirect(request, "/staff/quotes")
+    return htmx.redirect(request, f"/staff/quotes/{reference}")

@@ -3,13 +3,21 @@
 ``GET /quote?item=gpu:<slug>&<calculator parameters>`` shows the short form with the sizing
 it came from; ``POST /quote`` stores the request (sizing recomputed on the server) and sends
 the customer to ``/q/<token>``, the permanent, unguessable page of that request.
+
+``POST /quote`` stores at most ``SIZER_QUOTE_RATE_LIMIT_PER_HOUR`` requests per client address
+and clock hour (``app.state.quote_limiter``: the partner API's fixed-window limiter, in Redis
+when ``SIZER_REDIS_URL`` is set, so all workers share the count). Without it, 500 scripted
+requests pushed every real one out of the staff desk's view (issue 13, point 5). Only requests
+that would be stored count: a customer correcting a typo spends nothing.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Protocol
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
@@ -35,6 +43,54 @@ router = APIRouter(include_in_schema=False)
 
 FORM_TEMPLATE = "web/quote.html"
 REQUEST_TEMPLATE = "web/quote_request.html"
+RATE_WINDOW_S = 3600
+"""The quote limit counts per clock hour: a customer asks for a handful of quotes in a sitting,
+a script asks for hundreds; a minute window would let a script through 60 times as often."""
+IPV6_CLIENT_PREFIX = 64
+"""One IPv6 client is its /64: every host gets a whole /64 (RFC 6177), so counting single
+addresses would give one machine 2^64 fresh limits."""
+UNKNOWN_CLIENT = "unknown"
+"""The address of a request without one (a test client, a Unix socket): all share one count."""
+
+
+class _Decision(Protocol):
+    """What the limiter answers (``app.api.v1.ratelimit.RateDecision``)."""
+
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def reset_seconds(self) -> int: ...
+
+
+class QuoteLimiter(Protocol):
+    """``app.state.quote_limiter``: counts one hit for a key against a limit per window."""
+
+    def hit(self, key: str, *, limit: int) -> _Decision: ...
+
+
+@dataclass(frozen=True)
+class Limited:
+    """A refused quote request, as the form shows it."""
+
+    limit: int
+    minutes: int
+
+
+def client_key(request: Request) -> str:
+    """Whom a quote request counts against: the client address (as the server resolved it,
+    forwarded headers only from trusted proxies), an IPv6 one as its /64."""
+    host = request.client.host if request.client else ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host or UNKNOWN_CLIENT
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:  # ::ffff:192.0.2.1 is 192.0.2.1
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, IPV6_CLIENT_PREFIX), strict=False))
+    return str(address)
 
 
 def shop_quote_url(settings: Settings, record: QuoteRequestRecord) -> str | None:
@@ -82,15 +138,17 @@ def _resolve(session: Session, data: Mapping[str, str]) -> _Asked:
 
 
 def _form_page(request: Request, asked: _Asked, *, contact: Contact | None = None,
-               errors: FieldErrors | None = None, status: int = 200) -> HTMLResponse:
+               errors: FieldErrors | None = None, status: int = 200,
+               limited: Limited | None = None,
+               headers: Mapping[str, str] | None = None) -> HTMLResponse:
     return render(
         request, FORM_TEMPLATE,
         {"calc": asked.calc, "view": asked.view, "item": f"{asked.kind}:{asked.slug}",
          "item_kind": asked.kind, "item_slug": asked.slug, "item_name": asked.name,
          "contact": contact, "errors": (errors or FieldErrors()).messages,
          "countries": quote_form.countries(request.state.lang),
-         "calc_labels": calc_form},
-        blocks=("quote_form",), status_code=status,
+         "calc_labels": calc_form, "limited": limited},
+        blocks=("quote_form",), status_code=status, headers=headers,
     )
 
 
@@ -111,6 +169,15 @@ def submit_quote_request(
     contact, errors = quote_form.parse_contact(body.fields)
     if errors:
         return _form_page(request, asked, contact=contact, errors=errors, status=422)
+    settings: Settings = request.app.state.settings
+    limiter: QuoteLimiter = request.app.state.quote_limiter
+    decision = limiter.hit(client_key(request), limit=settings.quote_rate_limit_per_hour)
+    if not decision.allowed:
+        return _form_page(
+            request, asked, contact=contact, status=429,
+            limited=Limited(decision.limit, max(1, math.ceil(decision.reset_seconds / 60))),
+            headers={"Retry-After": str(decision.reset_seconds)},
+        )
     record = quotes_service.create_request(
         session, catalog=asked.catalog, estimate=asked.calc.estimate_request(),
         calculator_query=asked.calc.query(), item_kind=asked.kind, item_slug=asked.slug,

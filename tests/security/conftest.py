@@ -58,7 +58,8 @@ def shop(engine: Engine, database_url: str) -> Iterator[Shop]:
     sessions = make_session_factory(engine)
     with sessions.begin() as session:
         seed_database(session)
-        _, key = api_keys.issue_key(session, partner_name="Catalogue", label="security",
+        partner = api_keys.create_partner(session, name="Catalogue").id
+        _, key = api_keys.issue_key(session, partner_id=partner, label="security",
                                     rate_limit_per_minute=1_000_000)
     app = create_app(load_settings(database_url=database_url))
     try:

@@ -10,6 +10,7 @@ from decimal import Decimal
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
+from app.accounts import api_keys
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog, QuoteLine, QuoteRequest
 from app.quotes import validity
@@ -209,14 +210,10 @@ def test_sending_needs_a_line(staff_client: StaffClient, users: SessionFactory) 
 def test_partner_requests_are_listed_with_their_partner(
     staff_client: StaffClient, users: SessionFactory
 ) -> None:
-    from app.db.tables import Partner
-
     client, _ = staff_client(SALES)
     request_quote(client)
     with users.begin() as session:
-        partner = Partner(slug="acme", name="ACME Compute")
-        session.add(partner)
-        session.flush()
+        partner = api_keys.create_partner(session, name="ACME Compute")
         session.execute(text("UPDATE quote_request SET partner_id = :p"), {"p": partner.id})
     assert "Partner: ACME Compute" in client.get("/staff/quotes").text
     page, _ = _open(client, _reference(users))

@@ -61,23 +61,26 @@ class RateLimiter(Protocol):
     def hit(self, key: str, *, limit: int) -> RateDecision: ...
 
 
-def current_window(now: float) -> tuple[int, int]:
-    """The clock minute ``now`` falls in (its number since the epoch) and the whole seconds
-    until the next one begins (at least 1: what ``RateLimit-Reset`` and ``Retry-After`` say)."""
-    window = int(now // WINDOW_SECONDS)
-    return window, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+def current_window(now: float, window_s: int = WINDOW_SECONDS) -> tuple[int, int]:
+    """The clock minute (or ``window_s`` window) ``now`` falls in (its number since the epoch)
+    and the whole seconds until the next one begins (at least 1: what ``RateLimit-Reset`` and
+    ``Retry-After`` say)."""
+    window = int(now // window_s)
+    return window, max(1, math.ceil((window + 1) * window_s - now))
 
 
 class FixedWindowLimiter:
-    """Counters per key and clock minute, in this process (thread-safe)."""
+    """Counters per key and clock minute (or ``window_s``), in this process (thread-safe)."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, *,
+                 window_s: int = WINDOW_SECONDS) -> None:
         self._clock = clock
+        self._window_s = window_s
         self._lock = threading.Lock()
         self._counts: dict[str, tuple[int, int]] = {}
 
     def hit(self, key: str, *, limit: int) -> RateDecision:
-        window, reset = current_window(self._clock())
+        window, reset = current_window(self._clock(), self._window_s)
         with self._lock:
             seen_window, count = self._counts.get(key, (window, 0))
             if seen_window != window:
@@ -96,13 +99,18 @@ class RedisFixedWindowLimiter:
 
     The window comes from this host's clock (hosts run NTP; a skew of a second shifts the
     window edge by that second, nothing more). Each key expires two windows after it was
-    created, so Redis never holds more than the current and the previous minute.
+    created, so Redis never holds more than the current and the previous minute. ``kind``
+    names the counters in Redis (``api`` for keys, ``quote`` for the storefront's quote
+    requests), so limiters sharing a store never share a count.
     """
 
-    def __init__(self, store: SharedStore, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: SharedStore, clock: Callable[[], float] = time.time, *,
+                 kind: str = "api", window_s: int = WINDOW_SECONDS) -> None:
         self._store = store
         self._clock = clock
-        self._fallback = FixedWindowLimiter(clock)
+        self._kind = kind
+        self._window_s = window_s
+        self._fallback = FixedWindowLimiter(clock, window_s=window_s)
 
     def hit(self, key: str, *, limit: int) -> RateDecision:
         if self._store.available():
@@ -113,11 +121,11 @@ class RedisFixedWindowLimiter:
         return self._fallback.hit(key, limit=limit)
 
     def _hit_redis(self, key: str, limit: int) -> RateDecision:
-        window, reset = current_window(self._clock())
-        name = self._store.key("api", key, str(window))
+        window, reset = current_window(self._clock(), self._window_s)
+        name = self._store.key(self._kind, key, str(window))
         with self._store.client.pipeline(transaction=True) as pipe:
             pipe.incr(name)
-            pipe.expire(name, 2 * WINDOW_SECONDS)
+            pipe.expire(name, 2 * self._window_s)
             count, _ = pipe.execute()
         self._store.answered()
         # Denied hits count too (unlike in-process); the answer is the same: over is over.
@@ -125,9 +133,13 @@ class RedisFixedWindowLimiter:
         return RateDecision(allowed, limit, max(0, limit - int(count)), reset)
 
 
-def limiter_for(store: SharedStore | None) -> RateLimiter:
-    """Redis when ``SIZER_REDIS_URL`` gave a store, this process otherwise."""
-    return FixedWindowLimiter() if store is None else RedisFixedWindowLimiter(store)
+def limiter_for(store: SharedStore | None, *, kind: str = "api",
+                window_s: int = WINDOW_SECONDS) -> RateLimiter:
+    """Redis when ``SIZER_REDIS_URL`` gave a store, this process otherwise; ``kind`` and
+    ``window_s`` as :class:`RedisFixedWindowLimiter` takes them."""
+    if store is None:
+        return FixedWindowLimiter(window_s=window_s)
+    return RedisFixedWindowLimiter(store, kind=kind, window_s=window_s)
 
 
 class RateLimitHeaders:

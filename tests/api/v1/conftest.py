@@ -12,12 +12,22 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from app.accounts import api_keys
 from app.catalog.seed import seed_database
 from app.config import load_settings
 from app.db.session import SessionFactory
 from app.main import create_app
+
+
+def partner_id(session: Session, name: str) -> int:
+    """The id of the partner with exactly this name, created when there is none (keys are
+    issued for a partner named explicitly, never one found by resemblance)."""
+    for partner in api_keys.list_partners(session):
+        if partner.name == name:
+            return partner.id
+    return api_keys.create_partner(session, name=name).id
 
 
 @pytest.fixture
@@ -35,7 +45,8 @@ def issue_key(seeded: SessionFactory) -> Callable[..., str]:
     def issue(partner: str = "Acme Integrations", rate_limit: int | None = None) -> str:
         with seeded.begin() as session:
             _, plaintext = api_keys.issue_key(
-                session, partner_name=partner, label="tests", rate_limit_per_minute=rate_limit
+                session, partner_id=partner_id(session, partner), label="tests",
+                rate_limit_per_minute=rate_limit,
             )
         return plaintext
 

@@ -119,8 +119,9 @@ def test_a_key_revoked_by_another_process_stops_within_the_cache_interval(
 
 def test_issue_list_revoke_as_services(seeded: SessionFactory) -> None:
     with seeded.begin() as session:
-        first, plain1 = api_keys.issue_key(session, partner_name="ACME Compute GmbH", label="a")
-        second, plain2 = api_keys.issue_key(session, partner_name="ACME Compute GmbH")
+        acme = api_keys.create_partner(session, name="ACME Compute GmbH").id
+        first, plain1 = api_keys.issue_key(session, partner_id=acme, label="a")
+        second, plain2 = api_keys.issue_key(session, partner_id=acme)
         assert plain1 != plain2 and first.partner_slug == second.partner_slug
         assert first.partner_slug == "acme-compute-gmbh"
     with seeded.begin() as session:
@@ -138,7 +139,8 @@ def test_sizer_apikey_create_list_revoke(
     capsys: pytest.CaptureFixture[str], api: Callable[..., TestClient],
 ) -> None:
     monkeypatch.setenv("SIZER_DATABASE_URL", database_url)
-    assert sizer(["apikey", "create", "--partner", "Demo Reseller", "--rate-limit", "5"]) == 0
+    assert sizer(["apikey", "create", "--new-partner", "Demo Reseller", "--rate-limit", "5"]) \
+        == 0
     out = capsys.readouterr()
     key = next(line.split()[-1] for line in out.out.splitlines() if line.startswith("key:"))
     assert "shown only once" in out.err

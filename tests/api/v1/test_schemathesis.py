@@ -45,8 +45,8 @@ def partner_key() -> Iterator[str]:
     engine = make_engine(_URL)
     with make_session_factory(engine).begin() as session:
         seed_database(session)
-        _, key = api_keys.issue_key(session, partner_name="Fuzzer",
-                                    rate_limit_per_minute=1_000_000)
+        fuzzer = api_keys.create_partner(session, name="Fuzzer").id
+        _, key = api_keys.issue_key(session, partner_id=fuzzer, rate_limit_per_minute=1_000_000)
     engine.dispose()
     yield key
     shutil.rmtree(_DIR, ignore_errors=True)
