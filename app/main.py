@@ -18,7 +18,7 @@ from app import api, shared_store
 from app.api.v1.ratelimit import limiter_for
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
-from app.html.middleware import WebMiddleware
+from app.html import middleware as web_middleware
 from app.ops import logs
 from app.ops import router as ops_router
 from app.ops.middleware import RequestContextMiddleware
@@ -62,9 +62,9 @@ def create_app(settings: Settings) -> FastAPI:
     web_errors.register(app)
     api.register_errors(app)  # problem+json for /api paths, HTML pages elsewhere
     staff_routes.register(app)
-    app.add_middleware(WebMiddleware, settings=settings)
     app.add_middleware(GZipMiddleware, minimum_size=1024)
-    app.add_middleware(RequestContextMiddleware)  # outermost: ids, timing, one log line
+    app.add_middleware(RequestContextMiddleware)  # ids, timing, one log line
+    web_middleware.install(app, settings)  # outermost, around Starlette's 500s too
     return app
 
 

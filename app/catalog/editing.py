@@ -28,6 +28,7 @@ from app.catalog import service as catalog_service
 from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS, GpuSku, ModelCard, System
 from app.engine.shapes import ShapeError, parse_config
 from app.errors import Conflict, InvalidInput, NotFound
+from app.estimates import inline_config
 
 Kind = Literal["gpu", "system", "model"]
 SLUG = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
@@ -216,7 +217,17 @@ class ModelPreview:
 
 
 def preview_model(*, config: Mapping[str, Any]) -> ModelPreview:
-    """Parse a config.json with the engine; InvalidInput("config: reason") if it can't."""
+    """Parse a config.json with the engine; InvalidInput("config: reason") if it can't.
+
+    The document is held to the bounds of every config.json first (the surfaces read it with
+    :func:`app.estimates.inline_config.read_config_text`; this service is the last stop
+    before the database): a NaN, a huge integer or a lone surrogate stored in a card would
+    fail PostgreSQL's jsonb, or every later read of the card."""
+    try:
+        inline_config.check_values(config)
+        inline_config.check_size(config)
+    except inline_config.ConfigValueError as exc:
+        raise InvalidInput(f"config: {exc}") from exc
     try:
         shape = parse_config(config)
     except ShapeError as exc:

@@ -73,23 +73,10 @@ def _read_config(path: Path) -> dict[str, Any]:
             raw = handle.read(inline_config.MAX_CONFIG_BYTES + 1)
     except OSError as error:
         raise DomainError(f"model-config: cannot read {path}: {error.strerror}") from error
-    if len(raw) > inline_config.MAX_CONFIG_BYTES:
-        raise DomainError(
-            f"model-config: {path} is larger than {inline_config.MAX_CONFIG_BYTES // 1024} KB"
-        )
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DomainError(f"model-config: {path} is not a JSON file ({error})") from error
-    except RecursionError as error:
-        raise DomainError(f"model-config: {path} is nested too deeply") from error
-    if not isinstance(data, dict):
-        raise DomainError(f"model-config: {path} does not hold a JSON object")
-    try:
-        inline_config.check_values(data)
+        return inline_config.read_config_bytes(raw)
     except inline_config.ConfigValueError as error:
-        raise DomainError(f"model-config: {path}: {error.reason}") from error
-    return data
+        raise DomainError(f"model-config: {path}: {error}") from error
 
 
 def load_catalog() -> Catalog:

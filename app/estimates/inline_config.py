@@ -1,75 +1,215 @@
-"""The bounds a customer's own config.json is held to, the same on every surface.
+"""The one reader of a customer's own config.json, and the bounds it is held to everywhere.
 
-A pasted (storefront), posted (partner API) or named (``sizer estimate --model-config``)
-config.json is a stranger's document. The engine reads a few positive integers out of it, but
-the whole document is parsed and kept, so page, API and CLI refuse the same things before the
-engine sees it:
+A pasted (storefront and its quote form), uploaded (staff model import), posted (partner API)
+or named (``sizer estimate --model-config``) config.json is a stranger's document. The engine
+reads a few positive integers out of it, but the whole document is parsed and kept (a staff
+import stores it), so every surface reads it with :func:`read_config_text` (the API, whose body
+FastAPI has parsed already, holds the parsed object to :func:`check_values` and
+:func:`check_size`) and refuses the same things before the engine or the database sees it:
 
+* an empty document, one that is not JSON, one that is not a JSON object;
 * more than 256 KB of UTF-8 (:data:`MAX_CONFIG_BYTES`);
 * nesting deeper than 32 levels (:data:`MAX_DEPTH`);
-* ``NaN`` and ``Infinity``, which Python's ``json`` module accepts although JSON has neither;
+* ``NaN`` and ``Infinity``, which Python's ``json`` module accepts although JSON has neither
+  (PostgreSQL's ``jsonb`` refuses them: a 500 there, a stored NaN on SQLite);
 * integers beyond +-2**53 (:data:`MAX_JSON_INT`), what every JSON parser holds exactly and far
-  beyond any real model's dimensions;
+  beyond any real model's dimensions; an integer longer than Python converts at all (4,300
+  digits, ``sys.get_int_max_str_digits``) is never converted, so it is refused like any other
+  too-large integer instead of escaping as a plain ``ValueError``;
 * text that is not Unicode: a lone surrogate (``"\\ud800"`` is valid JSON syntax) in a key or
   a string, which no UTF-8 encoder, response or database can take.
+
+A refusal is a :class:`ConfigValueError`: data (which bound, where in the document), which each
+surface words its own way (translated on the pages, a problem on the API, one line on the CLI).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from typing import Final, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
 MAX_CONFIG_BYTES: Final = 256 * 1024
-"""Largest config.json, in bytes of UTF-8."""
+"""Largest config.json, in bytes of UTF-8 (a real one is 1-5 KB; 256 KB leaves room for
+tokenizer-sized extras some repositories put in it)."""
 MAX_DEPTH: Final = 32
-"""Deepest nesting of objects and lists inside a config.json."""
+"""Deepest nesting of objects and lists inside a config.json (real ones nest 3 deep; 32 stays
+far below Python's recursion limit, so no walk of the document can overflow the stack)."""
 MAX_JSON_INT: Final = 2**53
-"""Largest integer (in absolute value) inside a config.json."""
+"""Largest integer (in absolute value) inside a config.json: the largest every JSON parser
+(IEEE doubles, RFC 8259 section 6) holds exactly."""
+MAX_INT_DIGITS: Final = len(str(MAX_JSON_INT))
+"""Longest integer literal that may be within :data:`MAX_JSON_INT` (16 digits); a longer one
+is refused from its length alone, never converted (the conversion is quadratic in the digits,
+and Python refuses more than 4,300 of them with a plain ValueError)."""
 
-Problem = Literal["depth", "not_finite", "too_large", "not_unicode"]
+MAX_PATH_CHARS: Final = 100
+"""Longest path (``rope_scaling.factor``) an error shows; a longer one is cut (the keys are the
+stranger's and may be any length)."""
+
+Problem = Literal[
+    "empty", "size", "syntax", "not_object", "depth", "not_finite", "too_large", "not_unicode",
+]
+"""Which bound a config.json broke; the surfaces key their messages on it."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SIGN_AND_ZEROS = re.compile(r"^-?0*")
 
 
 class ConfigValueError(ValueError):
-    """A config.json value outside the bounds; ``problem`` says which bound, for translation."""
+    """A config.json outside the bounds. A ValueError, so a Pydantic validator that raises it
+    answers 422.
 
-    def __init__(self, problem: Problem, reason: str) -> None:
-        super().__init__(reason)
+    ``problem`` says which bound (for translation), ``path`` where in the document
+    (``rope_scaling.factor``, ``layer_types[3]``; ``""`` for the document as a whole),
+    ``reason`` says it in English, and ``line``/``column`` place a syntax error."""
+
+    def __init__(self, problem: Problem, reason: str, *, path: str = "",
+                 line: int | None = None, column: int | None = None) -> None:
+        path = _printable(path)
+        super().__init__(f"{path}: {reason}" if path else reason)
         self.problem: Problem = problem
         self.reason = reason
+        self.path = path
+        self.line = line
+        self.column = column
 
 
-def check_values(value: object, depth: int = 0) -> None:
+@dataclass(frozen=True, slots=True)
+class _TooManyDigits:
+    """Stands in for an integer literal longer than :data:`MAX_INT_DIGITS`, so the walk can
+    refuse it with its place in the document."""
+
+    digits: int
+
+
+def _bounded_int(literal: str) -> int | _TooManyDigits:
+    digits = len(_SIGN_AND_ZEROS.sub("", literal))
+    if digits > MAX_INT_DIGITS:
+        return _TooManyDigits(digits)
+    return int(literal)
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """``json.loads`` that never converts an integer literal longer than
+    :data:`MAX_INT_DIGITS` (it stays a placeholder that :func:`check_values` refuses, and
+    that fails any integer or number field it is validated against). May raise
+    ``json.JSONDecodeError``, ``UnicodeDecodeError`` and ``RecursionError``."""
+    return json.loads(text, parse_int=_bounded_int)
+
+
+def read_config_text(text: str) -> dict[str, Any]:
+    """The config.json in ``text`` as a dict, or :class:`ConfigValueError` saying why not.
+
+    Every surface that reads a config.json as text reads it with this (the API holds its
+    already parsed body to :func:`check_size` and :func:`check_values`)."""
+    if not text.strip():
+        raise ConfigValueError("empty", "the config.json is empty")
+    # surrogatepass: a lone surrogate is counted here and refused by the walk with its place
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
+        raise size_error()
+    try:
+        document = loads_bounded(text)
+    except json.JSONDecodeError as error:
+        raise ConfigValueError(
+            "syntax", f"not valid JSON ({error.msg}, line {error.lineno} column {error.colno})",
+            line=error.lineno, column=error.colno,
+        ) from error
+    except RecursionError as error:  # deeper than the parser itself can go
+        raise _too_deep("") from error
+    if not isinstance(document, dict):
+        raise ConfigValueError("not_object", "a config.json is a JSON object ({...})")
+    check_values(document)
+    return document
+
+
+def read_config_bytes(data: bytes) -> dict[str, Any]:
+    """:func:`read_config_text` for a file's bytes: UTF-8 (a byte-order mark is allowed).
+
+    The size is checked on the bytes first, so a reader that stops at the limit (and may cut a
+    character in two) still gets the size as the reason."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise size_error()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ConfigValueError(
+            "not_unicode", f"not UTF-8 text (byte {error.start + 1})"
+        ) from error
+    return read_config_text(text)
+
+
+def check_size(config: Mapping[str, Any]) -> None:
+    """Refuse a parsed config.json that takes more than :data:`MAX_CONFIG_BYTES` as JSON
+    (``problem == "size"``); for the API, whose body arrives parsed. Call it after
+    :func:`check_values`, which bounds what serialising the document could meet (depth,
+    integers too long to print)."""
+    size = len(json.dumps(config, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > MAX_CONFIG_BYTES:
+        raise size_error()
+
+
+def size_error() -> ConfigValueError:
+    """The refusal of a config.json over :data:`MAX_CONFIG_BYTES` (also for a surface that
+    stops reading an upload at the limit)."""
+    return ConfigValueError("size", f"larger than {MAX_CONFIG_BYTES // 1024} KB")
+
+
+def check_values(value: object, path: str = "", depth: int = 0) -> None:
     """Raise :class:`ConfigValueError` if ``value`` (a parsed config.json) breaks a bound.
 
     The walk stops at :data:`MAX_DEPTH`, so it never recurses deeper than that itself."""
     if depth > MAX_DEPTH:
-        raise ConfigValueError("depth", f"nested more than {MAX_DEPTH} levels deep")
+        raise _too_deep(path)
     if isinstance(value, str):
-        _check_text(value)
+        _check_text(value, path)
+    elif isinstance(value, bool) or value is None:
         return
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, float):
+    elif isinstance(value, float):
         if not math.isfinite(value):
-            raise ConfigValueError("not_finite", "numbers must be finite (no NaN or Infinity)")
+            raise ConfigValueError("not_finite", "numbers must be finite (no NaN or Infinity)",
+                                   path=path)
     elif isinstance(value, int):
-        if abs(value) > MAX_JSON_INT:
-            digits = math.floor(math.log10(abs(value))) + 1
-            raise ConfigValueError(
-                "too_large", f"integers must be within +-2**53 (got {digits} digits)"
-            )
+        if abs(value) > MAX_JSON_INT:  # digits by logarithm: str() refuses 4,300 and more
+            _too_large(math.floor(math.log10(abs(value))) + 1, path)
+    elif isinstance(value, _TooManyDigits):
+        _too_large(value.digits, path)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _check_text(str(key))
-            check_values(item, depth + 1)
+            name = str(key)
+            inner = f"{path}.{name}" if path else name
+            _check_text(name, inner)
+            check_values(item, inner, depth + 1)
     elif isinstance(value, list):
-        for item in value:
-            check_values(item, depth + 1)
+        for index, item in enumerate(value):
+            check_values(item, f"{path}[{index}]", depth + 1)
 
 
-def _check_text(text: str) -> None:
+def _too_deep(path: str) -> ConfigValueError:
+    return ConfigValueError("depth", f"nested more than {MAX_DEPTH} levels deep", path=path)
+
+
+def _too_large(digits: int, path: str) -> None:
+    raise ConfigValueError(
+        "too_large", f"integers must be within +-2**53 (got {digits} digits)", path=path
+    )
+
+
+def _check_text(text: str, path: str) -> None:
     if _SURROGATE.search(text):
-        raise ConfigValueError("not_unicode", "text must be Unicode (no lone surrogates)")
+        raise ConfigValueError("not_unicode", "text must be Unicode (no lone surrogates)",
+                               path=path)
+
+
+def _printable(path: str) -> str:
+    """``path`` as one short line of valid text: the keys are the stranger's (a lone
+    surrogate, a newline, 100 KB of key), and the path ends up in a page, a problem, a log."""
+    if len(path) > MAX_PATH_CHARS:
+        path = path[: MAX_PATH_CHARS - 1] + "…"
+    if path.isprintable():
+        return path
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in path)

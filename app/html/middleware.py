@@ -5,12 +5,18 @@
 * A Content-Security-Policy without ``'unsafe-inline'`` (no inline script or style anywhere;
   htmx is served from ``/static``), ``frame-ancestors`` from the settings so the shop can
   embed the calculator, and the usual no-sniff and referrer headers.
+
+:func:`install` puts the middleware around the whole application, outside Starlette's own
+``ServerErrorMiddleware``: a response made outside the routes' handlers (the plain 500 for an
+exception in a route or in another middleware, an answer a middleware sends by itself) carries
+the headers too. ``add_middleware`` could only place it inside that error middleware.
 """
 
 from __future__ import annotations
 
 from http.cookies import SimpleCookie
 
+from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -71,3 +77,14 @@ class WebMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def install(app: Starlette, settings: Settings) -> None:
+    """Wrap ``app``'s whole middleware stack (built on its first request) in
+    :class:`WebMiddleware`, so no response leaves the app without the security headers."""
+    build = app.build_middleware_stack
+
+    def build_inside_web_middleware() -> ASGIApp:
+        return WebMiddleware(build(), settings)
+
+    app.build_middleware_stack = build_inside_web_middleware  # type: ignore[method-assign]

@@ -12,11 +12,12 @@ from fastapi.responses import HTMLResponse, Response
 from app.catalog import editing
 from app.db.session import DbSession
 from app.errors import InvalidInput
-from app.html import htmx
+from app.estimates import inline_config
+from app.html import config_errors, htmx
 from app.html.forms import N_, FieldErrors
 from app.staff import catalog_forms
 from app.staff import forms as staff_forms
-from app.staff.deps import MAX_UPLOAD_BYTES, Principal, StaffForm, actor
+from app.staff.deps import Principal, StaffForm, actor
 from app.staff.views import page
 
 router = APIRouter(prefix="/staff/models", include_in_schema=False)
@@ -37,24 +38,14 @@ def import_form(request: Request) -> Response:
 
 
 def _config(data: Mapping[str, str], errors: FieldErrors) -> dict[str, Any] | None:
-    """The uploaded file wins over the pasted text; JSON objects only, at most 256 KB."""
+    """The uploaded file wins over the pasted text; read as every surface reads a config.json
+    (:func:`app.estimates.inline_config.read_config_text`: a JSON object, at most 256 KB,
+    nothing a database or a response cannot hold)."""
     text = data.get("config_file", "").strip() or data.get("config", "").strip()
     if not text:
         errors.add("config", N_("Paste a config.json or choose the file."))
         return None
-    if len(text.encode("utf-8")) > MAX_UPLOAD_BYTES:
-        errors.add("config", N_("The config.json is larger than 256 KB."))
-        return None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        errors.add("config", N_("Not valid JSON (line %(line)s, column %(column)s)."),
-                   line=exc.lineno, column=exc.colno)
-        return None
-    if not isinstance(config, dict):
-        errors.add("config", N_("A config.json is a JSON object ({ ... })."))
-        return None
-    return config
+    return config_errors.read(text, errors, "config")
 
 
 @router.post("/import", response_class=HTMLResponse)
@@ -64,7 +55,7 @@ def import_model(request: Request, session: DbSession, principal: Principal,
     data = dict(body.fields)
     errors = FieldErrors()
     if body.too_large:
-        errors.add("config", N_("The config.json is larger than 256 KB."))
+        config_errors.add(errors, "config", inline_config.size_error())
         return _page(request, data, errors=errors, status=422)
     config = _config(data, errors)
     if config is not None:  # keep what was uploaded in the text area for the next step

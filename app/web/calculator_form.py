@@ -7,7 +7,6 @@ result it was copied from. Short, stable parameter names keep the links readable
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -30,7 +29,7 @@ from app.engine.states import (
 )
 from app.estimates import inline_config, job_limits
 from app.estimates.service import EstimateRequest
-from app.html import forms
+from app.html import config_errors, forms
 from app.html.forms import N_, FieldErrors
 
 CUSTOM_MODEL: Final = "custom"
@@ -70,14 +69,6 @@ OFFLOAD_LABELS: Final = {
     "none": N_("None"), "optimizer": N_("Optimizer states to CPU"),
     "optimizer+params": N_("Optimizer states and weights to CPU"),
 }
-
-CONFIG_VALUE_MESSAGES: Final[dict[inline_config.Problem, str]] = {
-    "depth": N_("A config.json may be nested at most %(max)s levels deep."),
-    "not_finite": N_("A config.json may not contain NaN or Infinity."),
-    "too_large": N_("A number in this config.json is too large (at most 2^53)."),
-    "not_unicode": N_("A config.json may only contain valid Unicode text."),
-}
-"""What the page says for each bound of :mod:`app.estimates.inline_config`."""
 
 # Engine field -> form field, to put an engine error beside its control.
 ENGINE_FIELDS: Final = {
@@ -198,32 +189,9 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     )
     if calc.is_custom:
         calc.config_text = data.get("config", "")
-        calc.config = _parse_config(calc.config_text, errors)
+        # the one config.json reader every surface uses, worded as every page words it
+        calc.config = config_errors.read(calc.config_text, errors, "config")
     return calc, errors
-
-
-def _parse_config(text: str, errors: FieldErrors) -> Mapping[str, Any] | None:
-    if not text.strip():
-        errors.add("config", N_("Paste the model's config.json."))
-        return None
-    if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
-        errors.add("config", N_("A config.json may be at most %(max)s KB."), max=256)
-        return None
-    try:
-        config = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        errors.add("config", N_("This is not valid JSON."))
-        return None
-    if not isinstance(config, dict):
-        errors.add("config", N_("A config.json is a JSON object ({...})."))
-        return None
-    try:
-        inline_config.check_values(config)
-    except inline_config.ConfigValueError as error:
-        params = {"max": inline_config.MAX_DEPTH} if error.problem == "depth" else {}
-        errors.add("config", CONFIG_VALUE_MESSAGES[error.problem], **params)
-        return None
-    return config
 
 
 def engine_error_field(detail: str) -> tuple[str, str]:

@@ -100,7 +100,7 @@ def test_config_file_problems_are_one_line(tmp_path: Path) -> None:
     not_json.write_text("model_type: llama")
     missing = tmp_path / "missing.json"
     missing.write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
-    for path, needle in ((not_json, "not a JSON file"), (missing, "num_attention_heads"),
+    for path, needle in ((not_json, "not valid JSON"), (missing, "num_attention_heads"),
                          (tmp_path / "absent.json", "cannot read")):
         run = sizer("estimate", "--model-config", str(path), "--method", "lora",
                     tmp_path=tmp_path)

@@ -98,4 +98,6 @@ def test_a_nesting_bomb_is_one_line_in_a_real_process(tmp_path: Path) -> None:
         env={**os.environ, "SIZER_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"},
     )
     assert run.returncode == 2
-    assert run.stderr == f"sizer estimate: error: model-config: {path} is nested too deeply\n"
+    assert run.stderr == (
+        f"sizer estimate: error: model-config: {path}: nested more than 32 levels deep\n"
+    )

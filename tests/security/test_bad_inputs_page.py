@@ -113,9 +113,7 @@ def test_the_quote_form_refuses_bad_contact_details_and_stores_nothing(
     assert row_counts() == before
 
 
-@pytest.mark.parametrize(
-    "entry", [e for e in _page_entries(CALCULATOR) if e.field != "config"], ids=lambda e: e.id
-)
+@pytest.mark.parametrize("entry", _page_entries(CALCULATOR), ids=lambda e: e.id)
 def test_the_quote_form_refuses_a_bad_job_and_stores_nothing(
     shop: Shop, row_counts: Callable[[], RowCounts], entry: BadInput
 ) -> None:

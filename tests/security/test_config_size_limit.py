@@ -127,7 +127,7 @@ def test_sizer_refuses_one_byte_over(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path.write_text(OVERSIZE_CONFIG, encoding="utf-8")
     run = sizer("estimate", "--model-config", str(path), "--method", "lora")
     assert run.code == 2
-    assert run.stderr == f"sizer estimate: error: model-config: {path} is larger than 256 KB\n"
+    assert run.stderr == f"sizer estimate: error: model-config: {path}: larger than 256 KB\n"
 
 
 def test_sizer_sizes_a_config_of_exactly_256_kb(

@@ -13,10 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import TEMPLATES_DIR, load_settings
 from app.main import create_app
@@ -24,6 +28,8 @@ from tests.security.conftest import Shop
 
 HX = {"HX-Request": "true"}
 HTML = {"Accept": "text/html", "Accept-Language": "en"}
+UNREACHABLE_DATABASE = "postgresql+psycopg://sizer@127.0.0.1:9/sizer"
+"""A PostgreSQL URL nothing answers (port 9, discard, is closed): a database outage."""
 UNSAFE = ("'unsafe-inline'", "'unsafe-eval'", "'unsafe-hashes'", "*")
 
 INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>", re.IGNORECASE)
@@ -141,3 +147,55 @@ def test_no_template_has_inline_script_or_style(path: Path) -> None:
     assert not EVENT_HANDLER.search(source), "on*= event handler (CSP script-src 'self')"
     assert not STYLE_ELEMENT.search(source), "<style> element (CSP style-src 'self')"
     assert not STYLE_ATTRIBUTE.search(source), "style= attribute (CSP style-src 'self')"
+
+
+class _FailingMiddleware:
+    """A middleware that raises for one path: an exception outside every route's handler."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/fails-in-middleware":
+            raise RuntimeError("a middleware failed")
+        await self.app(scope, receive, send)
+
+
+def _fails_in_route(_request: Request) -> NoReturn:
+    raise RuntimeError("a route failed")
+
+
+@pytest.mark.parametrize("path", ["/fails-in-route", "/fails-in-middleware"])
+def test_a_500_made_by_starlette_itself_carries_the_security_headers(
+    database_url: str, path: str
+) -> None:
+    """Starlette's ServerErrorMiddleware answers an unhandled exception (in a route or in a
+    middleware) outside every other middleware; the headers must be set outside it."""
+    app = create_app(load_settings(database_url=database_url))
+    app.router.routes.insert(0, Route("/fails-in-route", _fails_in_route))
+    app.add_middleware(_FailingMiddleware)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get(path, headers=HTML)
+    assert response.status_code == 500
+    assert_secure(response)
+
+
+def test_the_outage_page_carries_the_security_headers() -> None:
+    """No database at all (nothing listens on the discard port): the 503 pages and problems."""
+    app = create_app(load_settings(database_url=UNREACHABLE_DATABASE))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for path, headers in (("/?model=llama-3.1-8b", HTML), ("/readyz", {}),
+                              ("/api/v1/gpus", {"Authorization": "Bearer sizer_nokey"})):
+            response = client.get(path, headers=headers)
+            assert response.status_code in (401, 503), (path, response.status_code)
+            assert_secure(response)
+
+
+def test_answers_the_partner_api_s_middleware_sends_itself_carry_the_headers(
+    shop: Shop,
+) -> None:
+    """The API's body limit answers 413 before any handler runs."""
+    response = shop.client.post("/api/v1/estimates", content=b"x" * (300 * 1024 + 1),
+                                headers={**shop.auth, "Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert_secure(response)

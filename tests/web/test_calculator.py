@@ -164,7 +164,7 @@ def test_pasted_config_is_sized_without_a_redirect(client: TestClient, htmx: boo
 
 def test_bad_configs_are_inline_errors(client: TestClient, htmx: bool) -> None:
     cases = {
-        "malformed": ("{not json", 422, "This is not valid JSON."),
+        "malformed": ("{not json", 422, "Not valid JSON (line 1, column 2)."),
         "not an object": ("[1, 2]", 422, "A config.json is a JSON object"),
         "unknown architecture": ('{"model_type": "nonsense"}', 422, ""),
         "oversize": ('{"x": "' + "a" * 300_000 + '"}', 422, "at most 256 KB"),

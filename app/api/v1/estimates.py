@@ -6,7 +6,6 @@ Both take the fields of ``sizer estimate``; the numbers are the storefront's and
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,6 +20,7 @@ from app.catalog import service as catalog_service
 from app.db.session import DbSession
 from app.engine import Job
 from app.errors import InvalidInput
+from app.estimates import inline_config
 from app.estimates import recommendations as recommendations_service
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateRequest
@@ -40,9 +40,10 @@ def _targets(value: str) -> str | tuple[str, ...]:
 def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> EstimateRequest:
     """The API body as the estimates service's request (the CLI builds the same)."""
     if body.inline_config is not None:
-        size = len(json.dumps(body.inline_config, ensure_ascii=False).encode("utf-8"))
-        if size > schemas.MAX_CONFIG_BYTES:
-            raise ApiProblem(413, "model_config: a config.json may be at most 256 KB.")
+        try:
+            inline_config.check_size(body.inline_config)
+        except inline_config.ConfigValueError as error:
+            raise ApiProblem(413, f"model_config: {error.reason}") from error
     if (body.model is None) == (body.inline_config is None):
         raise InvalidInput("model: give either model (a catalog slug) or model_config")
     job = Job(

@@ -1,6 +1,6 @@
 """The partner contract, v1: every request and response body of /api/v1 (Pydantic v2).
 
-This module is the public contract (ARCHITECTURE rule 9). It is pinned by
+This module is the public contract (docs/architecture.md rule 12). It is pinned by
 ``tests/api/v1/openapi.snapshot.json``: changing a field here fails that test until the
 snapshot is regenerated on purpose. Internal records (catalog, estimates, quotes) may change
 freely; the routers map them onto these models.
@@ -212,9 +212,12 @@ class EstimateInput(BaseModel):
 
     @field_validator("inline_config")
     @classmethod
-    def _finite(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _within_bounds(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The bounds every surface holds a config.json to (the size is a 413, in the
+        router). A ConfigValueError is a ValueError: a 422 at ``body.model_config`` whose
+        reason names the place in the document."""
         if value is not None:
-            inline_config.check_values(value)  # a ConfigValueError is a ValueError: a 422
+            inline_config.check_values(value)
         return value
 
 
