@@ -225,6 +225,12 @@ class Settings(BaseSettings):
     staff_session_hours: int = Field(
         default=12, ge=1, le=24 * 30, description="How long a staff sign-in lasts."
     )
+    forwarded_allow_ips: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Addresses or networks of the proxies whose X-Forwarded-For/-Proto "
+        "`sizer serve` believes (comma list); none by default, so the client address is the "
+        "TCP peer's and no client can name its own.",
+    )
     api_rate_limit_per_minute: int = Field(
         default=120, ge=1, le=1_000_000,
         description="Partner API requests per key and minute, unless the key sets its own.",
@@ -264,14 +270,16 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 16 characters")
         return value
 
-    @field_validator("frame_ancestors", "metrics_allow_ips", mode="before")
+    @field_validator("frame_ancestors", "metrics_allow_ips", "forwarded_allow_ips", mode="before")
     @classmethod
     def _split_lists(cls, value: Any) -> Any:
         return _split_list(value)
 
-    @field_validator("metrics_allow_ips")
+    @field_validator("metrics_allow_ips", "forwarded_allow_ips")
     @classmethod
-    def _check_metrics_allow_ips(cls, value: list[str]) -> list[str]:
+    def _check_networks(cls, value: list[str]) -> list[str]:
+        # Normalised to networks, which uvicorn (forwarded_allow_ips) parses as we do; '*' is
+        # no address, so uvicorn's "trust everybody" cannot be asked for.
         networks: list[str] = []
         for entry in value:
             try:  # an address is its own /32 or /128 network

@@ -2,8 +2,10 @@
 
 * Sessions: the cookie carries 256 random bits; only their SHA-256 is stored, so a copy of
   the database cannot be replayed. Each session has its own CSRF token (``csrf_token``).
-* Failed sign-ins are throttled per e-mail and client address by :mod:`app.accounts.throttle`
-  (in this process, or in Redis for all workers when ``SIZER_REDIS_URL`` is set).
+* Sign-in attempts are throttled per e-mail and client address, and per e-mail, by
+  :mod:`app.accounts.throttle` (in this process, or in Redis for all workers when
+  ``SIZER_REDIS_URL`` is set); their password hashing is rationed by
+  :mod:`app.accounts.passwords`.
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ def create_user(
 
 
 def authenticate(session: Session, *, email: str, password: str) -> StaffUserRecord | None:
-    """The active user with this e-mail and password, else None (same work either way)."""
+    """The active user with this e-mail and password, else None. One password hash either way
+    (an unknown e-mail is checked against a dummy hash of equal cost), in one of the process's
+    few hashing slots: :class:`app.accounts.passwords.HashingBusy` when none is free."""
     email = normalize_email(email)
     # An address no user can have (a NUL byte, which PostgreSQL refuses in any query, or 300
     # characters of junk) is a wrong sign-in without asking the database.
@@ -112,13 +116,12 @@ def authenticate(session: Session, *, email: str, password: str) -> StaffUserRec
     row = session.scalars(
         select(StaffUser).where(func.lower(StaffUser.email) == email)
     ).one_or_none() if possible else None
-    if row is None or not row.active:
-        passwords.verify_password(passwords.dummy_hash(), password)
+    known_hash = row.password_hash if row is not None and row.active else None
+    check = passwords.check_sign_in(known_hash, password)
+    if row is None or known_hash is None or not check.matched:
         return None
-    if not passwords.verify_password(row.password_hash, password):
-        return None
-    if passwords.needs_rehash(row.password_hash):
-        row.password_hash = passwords.hash_password(password)
+    if check.new_hash is not None:
+        row.password_hash = check.new_hash
     row.last_sign_in_at = _now()
     session.flush()
     return _record(row)

@@ -1,14 +1,33 @@
-"""Failed staff sign-ins, throttled per (e-mail, client address): in-process or in Redis.
+"""Staff sign-in attempts, throttled per (e-mail, client address) and per e-mail: in-process or
+in Redis.
 
-The rule, the same in both: :data:`MAX_FAILURES` failed sign-ins for one e-mail from one client
-address within :data:`WINDOW_S` (a sliding window) lock that pair until the oldest of them is
-older than the window; a successful sign-in clears the pair.
+The rule, the same in both, over a sliding window of :data:`WINDOW_S`:
+
+* at most :data:`MAX_FAILURES` attempts for one e-mail from one client address, and
+* at most :data:`MAX_ACCOUNT_FAILURES` attempts for one e-mail from all addresses together,
+  so an attacker who rotates addresses (a botnet, an IPv6 /64) still meets a limit per account.
+
+Why an attempt is counted BEFORE its password is hashed (:meth:`SignInThrottling.admit`, one
+atomic check-and-count): hashing takes a noticeable time (argon2id, 64 MiB), and a check made
+before it and a failure recorded after it let every request that arrived in between through;
+30 concurrent wrong passwords all reached the hasher against a limit of 5 (issue 13). Now the
+check and the count are one step under a lock (in-process) or one Lua script (Redis), so at
+most the limit reaches the hasher however many arrive at once. An attempt that turns out right
+gives its count back (:meth:`SignInThrottling.succeeded` clears the pair and returns the
+attempt to the account), as does one that never reached the hasher because every hashing slot
+was busy (:meth:`SignInThrottling.withdraw`). A refused attempt counts nothing, so a locked
+pair opens when its oldest attempt leaves the window, however often it knocks meanwhile.
 
 * :class:`SignInThrottle` counts in this process: with several workers each counts alone, so
-  the effective limit is workers x MAX_FAILURES. The default without ``SIZER_REDIS_URL``.
-* :class:`RedisSignInThrottle` keeps each pair's failure times in a Redis sorted set, so all
-  workers share one count. The key is an HMAC of the pair (:mod:`app.shared_store`): no
-  e-mail or address is stored in Redis.
+  the effective limits are workers x the limits. The default without ``SIZER_REDIS_URL``. Its
+  tables are bounded (:data:`MAX_TRACKED`) by dropping the least recently tried entries, never
+  by wiping them all: a flood of made-up e-mails could otherwise reset a locked pair. Filling
+  the table takes :data:`MAX_TRACKED` admitted attempts, and every admitted attempt costs a
+  password hash, of which a process runs only a few at once
+  (:data:`app.accounts.passwords.HASHING_SLOTS`).
+* :class:`RedisSignInThrottle` keeps the attempt times of each pair and each account in Redis
+  sorted sets, so all workers share one count. Keys are HMACs of the pair or e-mail
+  (:mod:`app.shared_store`): no e-mail or address is stored in Redis.
 
 When Redis does not answer, :class:`RedisSignInThrottle` falls back to an in-process
 :class:`SignInThrottle` (fails OPEN to per-worker throttling) and logs one warning per outage.
@@ -20,10 +39,13 @@ which is the protection every deployment without Redis has.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import redis
@@ -32,124 +54,244 @@ from app.accounts.staff import normalize_email
 from app.shared_store import SharedStore
 
 MAX_FAILURES = 5
+"""Attempts per (e-mail, client address) and window: a person who mistypes a password a few
+times is not locked out; a guesser from one address gets 20 tries an hour."""
+
+MAX_ACCOUNT_FAILURES = 20
+"""Attempts per e-mail and window from all addresses together: four addresses' worth of
+:data:`MAX_FAILURES` (an office behind a few NAT addresses, a phone, home), while an attacker
+rotating addresses gets 80 tries an hour instead of unlimited ones."""
+
 WINDOW_S = 15 * 60.0
+"""The sliding window of both limits (OWASP's usual lockout period)."""
+
+MAX_TRACKED = 100_000
+"""Entries per in-process table (pairs, accounts): about 30 MB at the worst; beyond it the least
+recently tried entry is dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The throttle's answer to one sign-in attempt: counted (``allowed``) or refused.
+
+    ``attempt`` names the counted attempt, so it can be given back when the password was right
+    or never checked; it is empty for a refused attempt, which counted nothing.
+    """
+
+    account: str
+    client: str
+    retry_after_s: int
+    attempt: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.retry_after_s == 0
 
 
 class SignInThrottling(Protocol):
-    """What the sign-in route asks before and tells after checking a password."""
+    """What the sign-in route asks before checking a password, and tells after."""
 
-    def retry_after_s(self, *, email: str, client: str) -> int:
-        """Seconds until another attempt is allowed; 0 when allowed now."""
+    def admit(self, *, email: str, client: str) -> Admission:
+        """Count this attempt if both limits allow one more; else say how long to wait."""
         ...
 
-    def failed(self, *, email: str, client: str) -> None: ...
+    def succeeded(self, admission: Admission) -> None:
+        """The password was right: clear the pair, give the attempt back to the account."""
+        ...
 
-    def succeeded(self, *, email: str, client: str) -> None: ...
+    def withdraw(self, admission: Admission) -> None:
+        """The password was never checked (no hashing slot): give the attempt back."""
+        ...
 
 
-def _wait_s(oldest: float, now: float) -> int:
-    return max(1, int(oldest + WINDOW_S - now) + 1)
+def _wait_s(leaving: float, now: float) -> int:
+    """Seconds until the attempt made at ``leaving`` is out of the window (at least 1)."""
+    return max(1, int(leaving + WINDOW_S - now) + 1)
+
+
+class _Window:
+    """Attempt times per key in the sliding window, at most :data:`MAX_TRACKED` keys, the least
+    recently tried first out. Not locked: :class:`SignInThrottle` holds its lock around it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._attempts: OrderedDict[str | tuple[str, str], list[tuple[float, str]]] = (
+            OrderedDict()
+        )
+
+    def __len__(self) -> int:
+        return len(self._attempts)
+
+    def _recent(self, key: str | tuple[str, str], now: float) -> list[tuple[float, str]]:
+        kept = [entry for entry in self._attempts.get(key, []) if now - entry[0] < WINDOW_S]
+        if kept:
+            self._attempts[key] = kept
+        else:
+            self._attempts.pop(key, None)
+        return kept
+
+    def wait_s(self, key: str | tuple[str, str], now: float) -> int:
+        """0 while the key is under its limit; else seconds until it is again."""
+        recent = self._recent(key, now)
+        if len(recent) < self.limit:
+            return 0
+        return _wait_s(recent[len(recent) - self.limit][0], now)
+
+    def add(self, key: str | tuple[str, str], now: float, attempt: str) -> None:
+        self._attempts.setdefault(key, []).append((now, attempt))
+        self._attempts.move_to_end(key)
+        while self._attempts:  # entries tried longest ago first: drop expired ones, then extras
+            oldest_key, oldest = next(iter(self._attempts.items()))
+            if len(self._attempts) <= MAX_TRACKED and now - oldest[-1][0] < WINDOW_S:
+                break
+            del self._attempts[oldest_key]
+
+    def remove(self, key: str | tuple[str, str], attempt: str) -> None:
+        kept = [entry for entry in self._attempts.get(key, []) if entry[1] != attempt]
+        if kept:
+            self._attempts[key] = kept
+        else:
+            self._attempts.pop(key, None)
+
+    def clear(self, key: str | tuple[str, str]) -> None:
+        self._attempts.pop(key, None)
 
 
 class SignInThrottle:
-    """Failed sign-ins per (e-mail, client address) in a sliding window, in this process."""
+    """Both limits in this process, checked and counted under one lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
-        self._failures: dict[tuple[str, str], list[float]] = {}
+        self._pairs = _Window(MAX_FAILURES)
+        self._accounts = _Window(MAX_ACCOUNT_FAILURES)
+        self._ids = itertools.count(1)
 
-    def _recent(self, key: tuple[str, str], now: float) -> list[float]:
-        kept = [t for t in self._failures.get(key, []) if now - t < WINDOW_S]
-        if kept:
-            self._failures[key] = kept
-        else:
-            self._failures.pop(key, None)
-        return kept
-
-    def retry_after_s(self, *, email: str, client: str) -> int:
-        now = time.monotonic()
+    def tracked(self) -> tuple[int, int]:
+        """(pairs, accounts) held now: what :data:`MAX_TRACKED` bounds."""
         with self._lock:
-            recent = self._recent((normalize_email(email), client), now)
-        if len(recent) < MAX_FAILURES:
-            return 0
-        return _wait_s(recent[0], now)
+            return len(self._pairs), len(self._accounts)
 
-    def failed(self, *, email: str, client: str) -> None:
-        now = time.monotonic()
-        key = (normalize_email(email), client)
+    def admit(self, *, email: str, client: str) -> Admission:
+        account = normalize_email(email)
         with self._lock:
-            self._recent(key, now)
-            self._failures.setdefault(key, []).append(now)
-            if len(self._failures) > 100_000:  # a flood of made-up e-mails: start over
-                self._failures.clear()
+            now = self._clock()
+            wait = max(self._pairs.wait_s((account, client), now),
+                       self._accounts.wait_s(account, now))
+            if wait:
+                return Admission(account, client, wait)
+            attempt = str(next(self._ids))
+            self._pairs.add((account, client), now, attempt)
+            self._accounts.add(account, now, attempt)
+        return Admission(account, client, 0, attempt)
 
-    def succeeded(self, *, email: str, client: str) -> None:
+    def succeeded(self, admission: Admission) -> None:
         with self._lock:
-            self._failures.pop((normalize_email(email), client), None)
+            self._pairs.clear((admission.account, admission.client))
+            self._accounts.remove(admission.account, admission.attempt)
+
+    def withdraw(self, admission: Admission) -> None:
+        with self._lock:
+            self._pairs.remove((admission.account, admission.client), admission.attempt)
+            self._accounts.remove(admission.account, admission.attempt)
+
+
+# KEYS: the pair's and the account's sorted sets. ARGV: now, window, expiry (s), the attempt's
+# member, the pair's and the account's limit. Returns, per key, the time of the attempt whose
+# leaving the window would let one more in ("" when under the limit); adds the attempt to both
+# only when neither is at its limit. One script, so Redis runs it without interleaving.
+_ADMIT_LUA = """
+local now = tonumber(ARGV[1])
+local cutoff = now - tonumber(ARGV[2])
+local leaving = {}
+local refused = false
+for i = 1, 2 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', cutoff)
+  local limit = tonumber(ARGV[4 + i])
+  local count = redis.call('ZCARD', KEYS[i])
+  if count >= limit then
+    leaving[i] = redis.call('ZRANGE', KEYS[i], count - limit, count - limit, 'WITHSCORES')[2]
+    refused = true
+  else
+    leaving[i] = ''
+  end
+end
+if not refused then
+  for i = 1, 2 do
+    redis.call('ZADD', KEYS[i], ARGV[1], ARGV[4])
+    redis.call('EXPIRE', KEYS[i], ARGV[3])
+  end
+end
+return leaving
+"""
 
 
 class RedisSignInThrottle:
-    """The same rule with each pair's failure times in a Redis sorted set (score = time).
+    """The same rule with attempt times in Redis sorted sets (score = time, one per attempt).
 
-    Times are wall-clock seconds (``time.time``), the one clock all hosts share; every
-    read or write first drops the failures older than the window, in the same MULTI, and the
-    set expires a window after its last failure, so an idle pair leaves nothing behind.
+    Times are wall-clock seconds (``time.time``), the one clock all hosts share; the admitting
+    script first drops the attempts older than the window, and each set expires a window after
+    its last attempt, so an idle pair or account leaves nothing behind.
     """
 
     def __init__(self, store: SharedStore, clock: Callable[[], float] = time.time) -> None:
         self._store = store
         self._clock = clock
         self._fallback = SignInThrottle()
+        self._admit_script = store.client.register_script(_ADMIT_LUA)
 
-    def _key(self, email: str, client: str) -> str:
-        return self._store.key("signin", f"{normalize_email(email)}\n{client}")
+    def _pair_key(self, account: str, client: str) -> str:
+        return self._store.key("signin", f"{account}\n{client}")
 
-    def retry_after_s(self, *, email: str, client: str) -> int:
+    def _account_key(self, account: str) -> str:
+        return self._store.key("signin-account", account)
+
+    def admit(self, *, email: str, client: str) -> Admission:
+        account = normalize_email(email)
         if self._store.available():
             try:
-                return self._retry_after_redis(self._key(email, client))
+                return self._admit_redis(account, client)
             except redis.RedisError as error:
                 self._store.unavailable(error)
-        return self._fallback.retry_after_s(email=email, client=client)
+        return self._fallback.admit(email=account, client=client)
 
-    def _retry_after_redis(self, key: str) -> int:
+    def _admit_redis(self, account: str, client: str) -> Admission:
         now = self._clock()
-        with self._store.client.pipeline(transaction=True) as pipe:
-            pipe.zremrangebyscore(key, "-inf", now - WINDOW_S)
-            pipe.zcard(key)
-            pipe.zrange(key, 0, 0, withscores=True)
-            _, count, oldest = pipe.execute()
+        attempt = f"{now!r}:{secrets.token_hex(8)}"  # unique per attempt
+        leaving = self._admit_script(
+            keys=[self._pair_key(account, client), self._account_key(account)],
+            args=[repr(now), WINDOW_S, int(WINDOW_S) + 1, attempt, MAX_FAILURES,
+                  MAX_ACCOUNT_FAILURES],
+        )
         self._store.answered()
-        if int(count) < MAX_FAILURES:
-            return 0
-        return _wait_s(float(oldest[0][1]), now)
+        waits = [_wait_s(float(score), now) for score in leaving if score]
+        if waits:
+            return Admission(account, client, max(waits))
+        return Admission(account, client, 0, attempt)
 
-    def failed(self, *, email: str, client: str) -> None:
-        if self._store.available():
-            try:
-                self._failed_redis(self._key(email, client))
-                return
-            except redis.RedisError as error:
-                self._store.unavailable(error)
-        self._fallback.failed(email=email, client=client)
+    def succeeded(self, admission: Admission) -> None:
+        self._fallback.succeeded(admission)
+        self._give_back(admission, clear_pair=True)
 
-    def _failed_redis(self, key: str) -> None:
-        now = self._clock()
-        with self._store.client.pipeline(transaction=True) as pipe:
-            pipe.zremrangebyscore(key, "-inf", now - WINDOW_S)
-            pipe.zadd(key, {f"{now!r}:{secrets.token_hex(4)}": now})  # unique per failure
-            pipe.expire(key, int(WINDOW_S) + 1)
-            pipe.execute()
-        self._store.answered()
+    def withdraw(self, admission: Admission) -> None:
+        self._fallback.withdraw(admission)
+        self._give_back(admission, clear_pair=False)
 
-    def succeeded(self, *, email: str, client: str) -> None:
-        self._fallback.succeeded(email=email, client=client)
-        if self._store.available():
-            try:
-                self._store.client.delete(self._key(email, client))
-                self._store.answered()
-            except redis.RedisError as error:
-                self._store.unavailable(error)
+    def _give_back(self, admission: Admission, *, clear_pair: bool) -> None:
+        if not self._store.available():
+            return
+        pair = self._pair_key(admission.account, admission.client)
+        try:
+            with self._store.client.pipeline(transaction=True) as pipe:
+                if clear_pair:
+                    pipe.delete(pair)
+                else:
+                    pipe.zrem(pair, admission.attempt)
+                pipe.zrem(self._account_key(admission.account), admission.attempt)
+                pipe.execute()
+            self._store.answered()
+        except redis.RedisError as error:
+            self._store.unavailable(error)
 
 
 def throttle_for(store: SharedStore | None) -> SignInThrottling:

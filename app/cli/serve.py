@@ -73,7 +73,11 @@ def _serve(args: argparse.Namespace) -> int:
         reload_dirs=_reload_dirs() if args.reload else None,
         # Templates are read once per process (app/html/templating.py); --reload restarts on them.
         reload_includes=["*.py", "*.html", "*.svg", "*.css", "*.po"] if args.reload else None,
-        proxy_headers=True,
+        # X-Forwarded-For/-Proto only from the proxies the operator named: uvicorn's own
+        # default trusts loopback, which lets any client connecting over loopback (a local
+        # proxy, a sidecar) name its own address and get fresh sign-in attempts (issue 13).
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=list(settings.forwarded_allow_ips),
         log_config=None,  # keep our JSON logging (app/ops/logs.py)
         access_log=False,  # the request middleware logs each request once, with its id
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,

@@ -1,5 +1,10 @@
 """Sign-in and sign-out. The sign-in form is CSRF-protected by a double-submit cookie (there is
-no session yet); failed attempts are throttled per e-mail and client address."""
+no session yet); attempts are throttled per e-mail and client address and per e-mail, counted
+before the password is hashed, and the hashing is rationed (503 when every slot is busy).
+
+The client address is the TCP peer's, or the one a proxy named in
+``SIZER_FORWARDED_ALLOW_IPS`` forwarded (``sizer serve`` tells uvicorn whom to trust), never
+a header any client can set."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.accounts import staff as staff_accounts
+from app.accounts.passwords import HashingBusy
 from app.accounts.throttle import SignInThrottling
 from app.config import Settings
 from app.db.session import DbSession
@@ -68,17 +74,25 @@ def sign_in(
     client = request.client.host if request.client else "unknown"
     errors = FieldErrors()
     throttle = _throttle(request)
-    wait_s = throttle.retry_after_s(email=email, client=client)
-    if wait_s:
+    admission = throttle.admit(email=email, client=client)  # counted before any hashing
+    if not admission.allowed:
         errors.add("password", N_("Too many failed attempts. Try again in %(minutes)s minutes."),
-                   minutes=max(1, (wait_s + 59) // 60))
-        return _form(request, email=email, next_url=next_url, errors=errors, status=429)
-    user = staff_accounts.authenticate(session, email=email, password=password)
+                   minutes=max(1, (admission.retry_after_s + 59) // 60))
+        response = _form(request, email=email, next_url=next_url, errors=errors, status=429)
+        response.headers["Retry-After"] = str(admission.retry_after_s)
+        return response
+    try:
+        user = staff_accounts.authenticate(session, email=email, password=password)
+    except HashingBusy as busy:
+        throttle.withdraw(admission)  # never checked: the attempt does not count
+        errors.add("password", N_("Sign-in is busy. Try again in a few seconds."))
+        response = _form(request, email=email, next_url=next_url, errors=errors, status=503)
+        response.headers["Retry-After"] = str(busy.retry_after_s)
+        return response
     if user is None:
-        throttle.failed(email=email, client=client)
         errors.add("password", N_("E-mail or password is wrong."))
         return _form(request, email=email, next_url=next_url, errors=errors, status=422)
-    throttle.succeeded(email=email, client=client)
+    throttle.succeeded(admission)
     settings: Settings = request.app.state.settings
     token = staff_accounts.start_session(
         session, user_id=user.id, lifetime=timedelta(hours=settings.staff_session_hours)

@@ -39,34 +39,36 @@ def test_without_a_redis_url_the_throttle_is_in_process() -> None:
     assert isinstance(throttle_for(None), SignInThrottle)
 
 
-def test_two_throttles_share_the_failures(redis_target: RedisTarget) -> None:
+def test_two_throttles_share_the_attempts(redis_target: RedisTarget) -> None:
     now = [1_000_000.0]
     first, second = (RedisSignInThrottle(store(redis_target.url, redis_target.prefix),
                                          clock=lambda: now[0]) for _ in range(2))
     for i in range(MAX_FAILURES - 1):
-        (first if i % 2 else second).failed(**WHO)
+        assert (first if i % 2 else second).admit(**WHO).allowed
         now[0] += 10
-    assert first.retry_after_s(**WHO) == 0 and second.retry_after_s(**WHO) == 0
-    second.failed(email="sales@shop.example", client=WHO["client"])  # same pair, normalised
-    # Locked until the first failure leaves the window: 15 min after it, i.e. 40 s sooner.
-    assert first.retry_after_s(**WHO) == int(WINDOW_S) - 40 + 1
-    assert second.retry_after_s(**WHO) == int(WINDOW_S) - 40 + 1
-    assert first.retry_after_s(email=WHO["email"], client="198.51.100.1") == 0
-    now[0] += WINDOW_S - 40  # the first failure is out of the window: four remain
-    assert first.retry_after_s(**WHO) == 0
-    second.failed(**WHO)
-    assert first.retry_after_s(**WHO) > 0
-    second.succeeded(**WHO)  # a good sign-in on one worker clears the pair for all
-    assert first.retry_after_s(**WHO) == 0
+    # same pair, normalised: the fifth attempt is counted, a sixth is refused on both
+    assert second.admit(email="sales@shop.example", client=WHO["client"]).allowed
+    # Locked until the first attempt leaves the window: 15 min after it, i.e. 40 s sooner.
+    assert first.admit(**WHO).retry_after_s == int(WINDOW_S) - 40 + 1
+    assert second.admit(**WHO).retry_after_s == int(WINDOW_S) - 40 + 1
+    assert first.admit(email=WHO["email"], client="198.51.100.1").allowed
+    now[0] += WINDOW_S - 40  # the first attempt is out of the window: four remain
+    admitted = second.admit(**WHO)
+    assert admitted.allowed
+    assert not first.admit(**WHO).allowed
+    second.succeeded(admitted)  # a good sign-in on one worker clears the pair for all
+    assert first.admit(**WHO).allowed
 
 
 def test_keys_hold_no_e_mail_or_address_and_expire(redis_target: RedisTarget) -> None:
     throttle = RedisSignInThrottle(store(redis_target.url, redis_target.prefix))
-    throttle.failed(**WHO)
-    (key,) = redis_target.keys()
-    assert key.startswith(f"{redis_target.prefix}signin:")
-    assert "shop" not in key.lower() and "203.0.113" not in key
-    assert 0 < redis_target.client.ttl(key) <= WINDOW_S + 1
+    throttle.admit(**WHO)
+    keys = sorted(redis_target.keys())
+    assert sorted(key.split(":")[-2] for key in keys) == ["signin", "signin-account"]
+    for key in keys:
+        assert key.startswith(redis_target.prefix)
+        assert "shop" not in key.lower() and "203.0.113" not in key
+        assert 0 < redis_target.client.ttl(key) <= WINDOW_S + 1
 
 
 def test_two_apps_share_the_lock(
@@ -103,10 +105,9 @@ def test_an_unreachable_redis_throttles_per_worker(caplog: pytest.LogCaptureFixt
     """Fails open to this process's throttle: still locked after five, one warning logged."""
     throttle = RedisSignInThrottle(store("redis://127.0.0.1:1/0"))
     with caplog.at_level(logging.WARNING, logger="app.shared_store"):
-        for _ in range(MAX_FAILURES):
-            assert throttle.retry_after_s(**WHO) == 0
-            throttle.failed(**WHO)
-        assert throttle.retry_after_s(**WHO) > 0
-        throttle.succeeded(**WHO)
-        assert throttle.retry_after_s(**WHO) == 0
+        admitted = [throttle.admit(**WHO) for _ in range(MAX_FAILURES)]
+        assert all(a.allowed for a in admitted)
+        assert throttle.admit(**WHO).retry_after_s > 0
+        throttle.succeeded(admitted[-1])
+        assert throttle.admit(**WHO).allowed
     assert len([r for r in caplog.records if "Redis unreachable" in r.getMessage()]) == 1
