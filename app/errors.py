@@ -1,7 +1,7 @@
 """Domain errors that carry their HTTP status but import nothing from the web.
 
 Services raise these; each surface (HTML, htmx, partner JSON, CLI) renders them
-its own way (ARCHITECTURE rule 6), so the status lives with the error and not in
+its own way (docs/architecture.md rule 9), so the status lives with the error and not in
 a mapping table that could drift.
 """
 

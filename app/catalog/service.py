@@ -8,7 +8,7 @@ another worker's edit shows here within that interval. Writers in this process c
 cache at once. If the revision query itself fails (database down), the last snapshot keeps
 being served, so the calculator stays up while the database blips.
 
-Services never commit (ARCHITECTURE rule 3); the caller's session does.
+Services never commit (docs/architecture.md rule 5); the caller's session does.
 """
 
 from __future__ import annotations

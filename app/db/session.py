@@ -1,6 +1,6 @@
 """Engines, sessions and the per-request session dependency.
 
-ARCHITECTURE rule 3: services never commit; the request's session dependency
+docs/architecture.md rule 5: services never commit; the request's session dependency
 commits once, after the endpoint returns and BEFORE the response is sent
 (``Depends(get_session, scope="function")``), so a failed commit becomes a 500
 instead of a 200 that lied.

@@ -5,8 +5,8 @@
   rebuild), so what is committed is exactly what is served.
 * A request's locale: an explicit ``lang`` cookie (set by the visible switcher), else the
   browser's ``Accept-Language``, else the settings' default.
-* Formatting is presentation (ARCHITECTURE rule 8): bytes -> "16,7 GB" and prices -> EUR are
-  Jinja filters bound to the request's locale, built on ``babel.numbers``.
+* Formatting is presentation (docs/architecture.md rule 11): bytes -> "16,7 GB" and prices ->
+  EUR are Jinja filters bound to the request's locale, built on ``babel.numbers``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One ``render()`` for every customer page: the full page, or named blocks for htmx.
 
-ARCHITECTURE rule 4: one template per page, its fragments are named blocks inside it. A
+docs/architecture.md rule 7: one template per page, its fragments are named blocks inside it. A
 request made by htmx (``HX-Request: true``) gets only the blocks the route names; any other
 request (a browser without JavaScript, a shared link, htmx restoring history) gets the whole
 page. Either way the response says ``Vary: HX-Request`` so no cache mixes the two up.

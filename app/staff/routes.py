@@ -1,5 +1,5 @@
 """Every staff router, protected once: a live session for all but sign-in, CSRF on every
-unsafe request, and admin for the admin pages (ARCHITECTURE rule 5)."""
+unsafe request, and admin for the admin pages (docs/architecture.md rule 8)."""
 
 from __future__ import annotations
 

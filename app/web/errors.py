@@ -1,4 +1,4 @@
-"""Domain errors and HTTP errors as customer pages (ARCHITECTURE rule 6, HTML surface).
+"""Domain errors and HTTP errors as customer pages (docs/architecture.md rule 9, HTML surface).
 
 Paths under ``/api/`` are left to the partner API's own problem+json handling: for them these
 handlers answer JSON, so registering the HTML surface never changes what partners get.

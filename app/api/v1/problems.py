@@ -1,4 +1,4 @@
-"""RFC 9457 problem details for every error under /api (ARCHITECTURE rule 6, JSON surface).
+"""RFC 9457 problem details for every error under /api (docs/architecture.md rule 9, JSON surface).
 
 Each problem has a ``type`` that points at its entry on the docs page, a stable ``code``,
 and for 422 one ``errors`` entry per invalid field (``location``, ``reason``).
