@@ -6,6 +6,10 @@ The rule, the same in both, over a sliding window of :data:`WINDOW_S`:
 * at most :data:`MAX_FAILURES` attempts for one e-mail from one client address, and
 * at most :data:`MAX_ACCOUNT_FAILURES` attempts for one e-mail from all addresses together,
   so an attacker who rotates addresses (a botnet, an IPv6 /64) still meets a limit per account.
+  Except from an address this e-mail signed in from within :data:`KNOWN_ADDRESS_S`: whoever
+  rotates addresses to lock an account out cannot lock its owner out of their usual places
+  (office, home), where only the per-pair limit applies. Only a right password makes an
+  address known, so an attacker cannot make their own addresses known.
 
 Why an attempt is counted BEFORE its password is hashed (:meth:`SignInThrottling.admit`, one
 atomic check-and-count): hashing takes a noticeable time (argon2id, 64 MiB), and a check made
@@ -65,9 +69,13 @@ rotating addresses gets 80 tries an hour instead of unlimited ones."""
 WINDOW_S = 15 * 60.0
 """The sliding window of both limits (OWASP's usual lockout period)."""
 
+KNOWN_ADDRESS_S = 30 * 24 * 3600.0
+"""How long a successful sign-in exempts its (e-mail, address) from the per-account limit: a
+month covers holidays without keeping a stale address trusted forever."""
+
 MAX_TRACKED = 100_000
-"""Entries per in-process table (pairs, accounts): about 30 MB at the worst; beyond it the least
-recently tried entry is dropped."""
+"""Entries per in-process table (pairs, accounts, known addresses): about 30 MB at the worst;
+beyond it the least recently tried (or signed in) entry is dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +173,7 @@ class SignInThrottle:
         self._lock = threading.Lock()
         self._pairs = _Window(MAX_FAILURES)
         self._accounts = _Window(MAX_ACCOUNT_FAILURES)
+        self._known_until: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._ids = itertools.count(1)
 
     def tracked(self) -> tuple[int, int]:
@@ -176,8 +185,9 @@ class SignInThrottle:
         account = normalize_email(email)
         with self._lock:
             now = self._clock()
+            known = self._known_until.get((account, client), now) > now
             wait = max(self._pairs.wait_s((account, client), now),
-                       self._accounts.wait_s(account, now))
+                       0 if known else self._accounts.wait_s(account, now))
             if wait:
                 return Admission(account, client, wait)
             attempt = str(next(self._ids))
@@ -186,9 +196,14 @@ class SignInThrottle:
         return Admission(account, client, 0, attempt)
 
     def succeeded(self, admission: Admission) -> None:
+        pair = (admission.account, admission.client)
         with self._lock:
-            self._pairs.clear((admission.account, admission.client))
+            self._pairs.clear(pair)
             self._accounts.remove(admission.account, admission.attempt)
+            self._known_until[pair] = self._clock() + KNOWN_ADDRESS_S
+            self._known_until.move_to_end(pair)
+            while len(self._known_until) > MAX_TRACKED:
+                self._known_until.popitem(last=False)
 
     def withdraw(self, admission: Admission) -> None:
         with self._lock:
@@ -196,10 +211,11 @@ class SignInThrottle:
             self._accounts.remove(admission.account, admission.attempt)
 
 
-# KEYS: the pair's and the account's sorted sets. ARGV: now, window, expiry (s), the attempt's
-# member, the pair's and the account's limit. Returns, per key, the time of the attempt whose
-# leaving the window would let one more in ("" when under the limit); adds the attempt to both
-# only when neither is at its limit. One script, so Redis runs it without interleaving.
+# KEYS: the pair's and the account's sorted sets, the pair's "known address" flag. ARGV: now,
+# window, expiry (s), the attempt's member, the pair's and the account's limit. Returns, per
+# set, the time of the attempt whose leaving the window would let one more in ("" when under
+# the limit, or for the account when the address is known); adds the attempt to both only when
+# neither refuses. One script, so Redis runs it without interleaving.
 _ADMIT_LUA = """
 local now = tonumber(ARGV[1])
 local cutoff = now - tonumber(ARGV[2])
@@ -209,6 +225,9 @@ for i = 1, 2 do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', cutoff)
   local limit = tonumber(ARGV[4 + i])
   local count = redis.call('ZCARD', KEYS[i])
+  if i == 2 and redis.call('EXISTS', KEYS[3]) == 1 then
+    count = 0
+  end
   if count >= limit then
     leaving[i] = redis.call('ZRANGE', KEYS[i], count - limit, count - limit, 'WITHSCORES')[2]
     refused = true
@@ -246,6 +265,9 @@ class RedisSignInThrottle:
     def _account_key(self, account: str) -> str:
         return self._store.key("signin-account", account)
 
+    def _known_key(self, account: str, client: str) -> str:
+        return self._store.key("signin-known", f"{account}\n{client}")
+
     def admit(self, *, email: str, client: str) -> Admission:
         account = normalize_email(email)
         if self._store.available():
@@ -259,7 +281,8 @@ class RedisSignInThrottle:
         now = self._clock()
         attempt = f"{now!r}:{secrets.token_hex(8)}"  # unique per attempt
         leaving = self._admit_script(
-            keys=[self._pair_key(account, client), self._account_key(account)],
+            keys=[self._pair_key(account, client), self._account_key(account),
+                  self._known_key(account, client)],
             args=[repr(now), WINDOW_S, int(WINDOW_S) + 1, attempt, MAX_FAILURES,
                   MAX_ACCOUNT_FAILURES],
         )
@@ -271,20 +294,22 @@ class RedisSignInThrottle:
 
     def succeeded(self, admission: Admission) -> None:
         self._fallback.succeeded(admission)
-        self._give_back(admission, clear_pair=True)
+        self._give_back(admission, signed_in=True)
 
     def withdraw(self, admission: Admission) -> None:
         self._fallback.withdraw(admission)
-        self._give_back(admission, clear_pair=False)
+        self._give_back(admission, signed_in=False)
 
-    def _give_back(self, admission: Admission, *, clear_pair: bool) -> None:
+    def _give_back(self, admission: Admission, *, signed_in: bool) -> None:
         if not self._store.available():
             return
         pair = self._pair_key(admission.account, admission.client)
         try:
             with self._store.client.pipeline(transaction=True) as pipe:
-                if clear_pair:
+                if signed_in:  # clear the pair, and its address is known from now on
                     pipe.delete(pair)
+                    pipe.set(self._known_key(admission.account, admission.client), 1,
+                             ex=int(KNOWN_ADDRESS_S))
                 else:
                     pipe.zrem(pair, admission.attempt)
                 pipe.zrem(self._account_key(admission.account), admission.attempt)

@@ -129,6 +129,22 @@ def test_the_account_limit_holds_under_a_concurrent_burst_of_addresses(
     assert sum(a.allowed for a in admissions) == MAX_ACCOUNT_FAILURES  # type: ignore[attr-defined]
 
 
+def test_the_owner_signs_in_from_a_known_address_while_the_account_is_locked(
+    make_throttle: Callable[[], SignInThrottling],
+) -> None:
+    """Rotating addresses can lock an account for everybody else, not for its owner at a place
+    they signed in from before; there the pair's own limit still holds."""
+    guard = make_throttle()
+    guard.succeeded(guard.admit(email=ADMIN[0], client="192.0.2.10"))  # the office, yesterday
+    for i in range(MAX_ACCOUNT_FAILURES):
+        assert guard.admit(email=ADMIN[0], client=f"198.51.100.{i}").allowed
+    assert not guard.admit(email=ADMIN[0], client="203.0.113.99").allowed  # locked...
+    assert guard.admit(email=ADMIN[0], client="192.0.2.10").allowed  # ...but not at the office
+    for _ in range(MAX_FAILURES - 1):
+        guard.admit(email=ADMIN[0], client="192.0.2.10")
+    assert not guard.admit(email=ADMIN[0], client="192.0.2.10").allowed  # five there, as ever
+
+
 def test_right_and_unchecked_attempts_give_their_count_back(
     make_throttle: Callable[[], SignInThrottling],
 ) -> None:

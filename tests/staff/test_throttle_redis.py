@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.accounts.throttle import (
+    KNOWN_ADDRESS_S,
     MAX_FAILURES,
     WINDOW_S,
     RedisSignInThrottle,
@@ -63,12 +64,16 @@ def test_two_throttles_share_the_attempts(redis_target: RedisTarget) -> None:
 def test_keys_hold_no_e_mail_or_address_and_expire(redis_target: RedisTarget) -> None:
     throttle = RedisSignInThrottle(store(redis_target.url, redis_target.prefix))
     throttle.admit(**WHO)
-    keys = sorted(redis_target.keys())
-    assert sorted(key.split(":")[-2] for key in keys) == ["signin", "signin-account"]
+    throttle.admit(email=WHO["email"], client="198.51.100.1")
+    throttle.succeeded(throttle.admit(email=WHO["email"], client="198.51.100.2"))
+    keys = redis_target.keys()
+    assert sorted(key.split(":")[-2] for key in keys) == [
+        "signin", "signin", "signin-account", "signin-known"]
     for key in keys:
         assert key.startswith(redis_target.prefix)
-        assert "shop" not in key.lower() and "203.0.113" not in key
-        assert 0 < redis_target.client.ttl(key) <= WINDOW_S + 1
+        assert "shop" not in key.lower() and "203.0.113" not in key and "198.51" not in key
+        limit = KNOWN_ADDRESS_S if key.split(":")[-2] == "signin-known" else WINDOW_S + 1
+        assert 0 < redis_target.client.ttl(key) <= limit
 
 
 def test_two_apps_share_the_lock(
