@@ -60,8 +60,9 @@ def safe_next(value: str | None) -> str:
 
 
 def is_secure(request: Request) -> bool:
-    """Served over TLS? uvicorn sets the scheme from X-Forwarded-Proto only for trusted
-    proxies (``--forwarded-allow-ips``), so the header itself is never read here."""
+    """Served over TLS? uvicorn sets the scheme from X-Forwarded-Proto only for the proxies
+    named in ``SIZER_FORWARDED_ALLOW_IPS`` (``sizer serve``), so the header itself is never
+    read here."""
     return request.url.scheme == "https"
 
 
