@@ -5,6 +5,7 @@ Retry-After at once instead of queueing (40 bogus sign-ins took 1.1 GB and 17 s 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 
@@ -53,6 +54,22 @@ def test_every_slot_busy_is_a_503_with_retry_after_that_counts_no_attempt(
     for _ in range(MAX_FAILURES - 1):
         assert client.post("/staff/sign-in", data=wrong).status_code == 422
     assert client.post("/staff/sign-in", data={**wrong, "password": ADMIN[1]}).status_code == 303
+
+
+def test_a_busy_htmx_sign_in_swaps_in_the_form_with_its_message(
+    make_client: Callable[..., TestClient], users: SessionFactory,
+) -> None:
+    """The desk's htmx swaps 503 answers (staff/layout.html), so the message shows."""
+    client, token = _english(make_client)
+    layout = client.get("/staff/sign-in").text
+    match = re.search(r'\{"code":"\(([0-9|]+)\)","swap":true', layout)
+    assert match and "503" in match.group(1).split("|")
+    with passwords.hashing_slot(), passwords.hashing_slot():
+        response = client.post("/staff/sign-in", headers={"HX-Request": "true"}, data={
+            "csrf_token": token, "email": ADMIN[0], "password": ADMIN[1]})
+    assert response.status_code == 503 and "Retry-After" in response.headers
+    assert response.text.lstrip().startswith('<form id="sign-in"')
+    assert "Sign-in is busy" in response.text
 
 
 def test_a_burst_of_bogus_sign_ins_hashes_at_most_the_slots_at_once(
