@@ -21,6 +21,7 @@ from app.db.session import make_engine, make_session_factory
 from app.html import middleware as web_middleware
 from app.ops import logs
 from app.ops import router as ops_router
+from app.ops.links import PublicRedirects
 from app.ops.middleware import RequestContextMiddleware
 from app.staff import routes as staff_routes
 from app.web import calculator, health, pages, quotes
@@ -63,6 +64,8 @@ def create_app(settings: Settings) -> FastAPI:
     api.register_errors(app)  # problem+json for /api paths, HTML pages elsewhere
     staff_routes.register(app)
     app.add_middleware(GZipMiddleware, minimum_size=1024)
+    # Starlette's own redirects (trailing slash) lead to SIZER_PUBLIC_BASE_URL, not the Host
+    app.add_middleware(PublicRedirects, origin=settings.public_origin)
     app.add_middleware(RequestContextMiddleware)  # ids, timing, one log line
     web_middleware.install(app, settings)  # outermost, around Starlette's 500s too
     return app

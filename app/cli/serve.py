@@ -22,6 +22,7 @@ from app.config import (
     ConfigurationError,
     Settings,
     exit_on_configuration_error,
+    get_settings,
     load_settings_or_exit,
 )
 from app.db.session import check_database
@@ -54,10 +55,30 @@ def check_secret(settings: Settings, host: str) -> None:
         )
 
 
+PUBLIC_BASE_URL_ENV = "SIZER_PUBLIC_BASE_URL"
+
+
+def check_public_base_url(settings: Settings, host: str, port: int) -> None:
+    """Absolute links come from SIZER_PUBLIC_BASE_URL alone, never from a request's Host header
+    (which any client can forge): required beyond loopback. On loopback, unset, it becomes this
+    server's own address (for the workers too), so the links a developer follows lead here."""
+    if settings.public_base_url is not None:
+        return
+    if not _is_loopback(host):
+        raise ConfigurationError(
+            PUBLIC_BASE_URL_ENV,
+            f"set the address customers reach the service at (e.g. https://sizer.shop.example) "
+            f"before serving on {host}: links in the API and on the pages are built from it",
+        )
+    os.environ[PUBLIC_BASE_URL_ENV] = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    get_settings.cache_clear()  # a single worker builds its app in this process
+
+
 def _serve(args: argparse.Namespace) -> int:
     settings = load_settings_or_exit()
     with exit_on_configuration_error():
         check_secret(settings, args.host)
+        check_public_base_url(settings, args.host, args.port)
         check_database(settings.database_url)
     logs.configure()
     if args.workers > 1 and not os.environ.get(MULTIPROC_ENV):

@@ -21,6 +21,7 @@ def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, A
     monkeypatch.setattr(root, "handlers", list(root.handlers))
     monkeypatch.setattr(root, "level", root.level)
     monkeypatch.setenv("SIZER_DATABASE_URL", f"sqlite:///{tmp_path / 'sizer.db'}")
+    monkeypatch.setenv("SIZER_PUBLIC_BASE_URL", "")  # serve sets it on loopback: undone after
     monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: calls.append(kwargs))
     return calls
 
@@ -49,6 +50,7 @@ def test_a_secret_from_the_environment_serves_anywhere(
     started: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SIZER_SECRET_KEY", "a-long-random-value-from-the-vault")
+    monkeypatch.setenv("SIZER_PUBLIC_BASE_URL", "https://sizer.shop.example")
     assert sizer(["serve", "--host", "0.0.0.0"]) == 0
     assert started[0]["host"] == "0.0.0.0"
 

@@ -17,6 +17,7 @@ from app.api.v1.mappers import recommendations_out
 from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
 from app.catalog import service as catalog_service
+from app.config import Settings
 from app.db.session import DbSession
 from app.engine import Job
 from app.errors import InvalidInput
@@ -109,10 +110,11 @@ def recommend(request: Request, session: DbSession,
     catalog = catalog_service.get_catalog(session)
     found = recommendations_service.recommend(catalog, to_request(body, with_levers=False))
     query = storefront_query(body)
-    base = str(request.base_url).split("/api/v1")[0].rstrip("/")
+    # From SIZER_PUBLIC_BASE_URL, never from the request's Host header (issue 13, point 9).
+    settings: Settings = request.app.state.settings
     urls: dict[str, str | None] = {}
     for option in found.options:
         item = f"{option.kind}:{option.slug}"
-        urls[item] = (f"{base}/quote?{urlencode({'item': item, **query})}"
+        urls[item] = (settings.absolute_url(f"/quote?{urlencode({'item': item, **query})}")
                       if query is not None else None)
     return recommendations_out(found, urls)

@@ -50,7 +50,7 @@ def test_recommendations_fit_are_ranked_and_carry_quote_urls(
     assert keys == sorted(keys)
     assert {r["kind"] for r in recs} == {"gpu", "system"}
     first = recs[0]
-    assert first["quote_url"].startswith("http://testserver/quote?item=")
+    assert first["quote_url"].startswith("http://127.0.0.1:8000/quote?item=")  # the default
     assert "model=qwen3-8b" in first["quote_url"]
 
 
