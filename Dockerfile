@@ -1,7 +1,7 @@
 # GPU Sizer service image.
 #   docker build -t gpu-sizer .
 #   docker run -p 8000:8000 -e SIZER_DATABASE_URL=postgresql+psycopg://... \
-#       -e SIZER_SECRET_KEY=... gpu-sizer
+#       -e SIZER_SECRET_KEY=... -e SIZER_PUBLIC_BASE_URL=https://sizer.shop.example gpu-sizer
 # Migrate and seed with the same image: docker run ... gpu-sizer sizer db upgrade
 
 # --- build: resolve and install dependencies into a virtual environment -------
