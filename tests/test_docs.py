@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCUMENT = ROOT / "docs" / "architecture.md"
 CITED_AS = "docs/architecture.md"
 
-SCANNED_DIRS = ("app", "tests", "tools", "migrations", "benchmarks", "templates")
-"""Where code lives: every module, test, tool, migration, benchmark and template is scanned."""
+SCANNED_DIRS = ("app", "tests", "tools", "migrations", "benchmarks", "templates", "docs")
+"""Where code and its documents live: every module, test, tool, migration, benchmark, template
+and document (this one's own examples included) is scanned."""
 SCANNED_SUFFIXES = frozenset({".py", ".html", ".md"})
 SCANNED_FILES = ("README.md",)
 
