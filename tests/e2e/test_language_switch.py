@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.return_paths import RAW_HOSTILE_RETURN_QUERIES
+from tests.security.catalogue import RAW_HOSTILE_RETURN_QUERIES
 
 pytestmark = pytest.mark.e2e
 

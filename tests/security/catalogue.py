@@ -20,6 +20,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from tests.security.return_paths import HOSTILE_RETURN_PATHS as HOSTILE_RETURN_PATHS
+from tests.security.return_paths import (
+    RAW_HOSTILE_RETURN_QUERIES as RAW_HOSTILE_RETURN_QUERIES,
+)
+
 Surface = Literal["page", "api", "cli"]
 ALL: Final[frozenset[Surface]] = frozenset({"page", "api", "cli"})
 
@@ -348,4 +353,6 @@ BODIES: Final[tuple[BadBody, ...]] = (
 )
 
 CATALOGUE: Final = CALCULATOR + QUOTE
-"""Every field entry; with :data:`READS` and :data:`BODIES` the whole catalogue."""
+"""Every field entry; with :data:`READS`, :data:`BODIES` and the language switch's return paths
+(:data:`HOSTILE_RETURN_PATHS`, :data:`RAW_HOSTILE_RETURN_QUERIES`: sent home, never followed)
+the whole catalogue."""

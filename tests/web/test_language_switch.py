@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.web.pages import HOME, MAX_NEXT_LENGTH, safe_next
-from tests.security.return_paths import HOSTILE_RETURN_PATHS, RAW_HOSTILE_RETURN_QUERIES
+from tests.security.catalogue import HOSTILE_RETURN_PATHS, RAW_HOSTILE_RETURN_QUERIES
 
 ORIGIN = "https://shop.example"
 BROWSER_DROPS = str.maketrans("", "", "\t\n\r")
