@@ -4,7 +4,7 @@
 #       -e SIZER_SECRET_KEY=... -e SIZER_PUBLIC_BASE_URL=https://sizer.shop.example gpu-sizer
 # Migrate and seed with the same image: docker run ... gpu-sizer sizer db upgrade
 
-# --- build: resolve and install dependencies into a virtual environment -------
+# --- build: install the locked dependencies into a virtual environment -------
 FROM python:3.11-slim AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -15,10 +15,13 @@ RUN python -m venv /opt/venv
 ENV PATH="/opt/venv/bin:$PATH"
 
 WORKDIR /src
-# Metadata first so the dependency layer is cached while only code changes.
+# The locked, hash-checked versions CI tested first (a layer cached while only code changes),
+# then the project itself without resolving anything again.
+COPY requirements.lock ./
+RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY app/ app/
-RUN pip install .
+RUN pip install --no-deps . && pip check
 
 # --- runtime: the venv, the source tree, an unprivileged user -----------------
 FROM python:3.11-slim AS runtime

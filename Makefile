@@ -3,15 +3,27 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Exact versions, with hashes, of what CI tested (README, "Dependencies"): the service's own
+# dependencies (the Docker image installs these) and those plus the dev extra (make, CI).
+LOCK := requirements.lock
+DEV_LOCK := requirements-dev.lock
+LOCK_TOOLS := $(VENV)/lock-tools
+LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet \
+	--custom-compile-command 'make lock'
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint types contracts pytest bench accuracy load faults clean
+.PHONY: run test install lint types contracts pytest bench accuracy load faults clean lock
 
-$(STAMP): pyproject.toml
+# The locked versions first (every one hash-checked), then the project itself without
+# resolving anything again; `pip check` fails when pyproject.toml asks for what the lock
+# lacks (refresh it with `make lock`).
+$(STAMP): pyproject.toml $(DEV_LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(DEV_LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip check
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -42,6 +54,15 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data
+
+## Re-resolve both lock files: the newest releases pyproject.toml's ranges allow, with hashes
+## (needs the package index; then `make clean test` and commit the locks with what they fix)
+lock:
+	$(PYTHON) -m venv $(LOCK_TOOLS)
+	$(LOCK_TOOLS)/bin/python -m pip install --quiet 'uv>=0.9'
+	$(LOCK_TOOLS)/bin/uv pip compile pyproject.toml $(LOCK_FLAGS) --upgrade --extra dev \
+		-o $(DEV_LOCK)
+	$(LOCK_TOOLS)/bin/uv pip compile pyproject.toml $(LOCK_FLAGS) -c $(DEV_LOCK) -o $(LOCK)
 
 ## Compare the engine with the committed calibration grid; rewrite docs/accuracy.json and the plot
 accuracy: $(STAMP)
