@@ -25,6 +25,7 @@ from app.accounts.audit import Actor
 from app.accounts.staff import StaffPrincipal
 from app.db.session import DbSession
 from app.html.forms import MAX_FORM_BYTES, FormBody, read_form
+from app.html.return_paths import same_site_path
 
 SESSION_COOKIE = "sizer_staff"
 SIGN_IN_COOKIE = "sizer_staff_signin"
@@ -53,9 +54,11 @@ class StaffForbidden(Exception):
 
 
 def safe_next(value: str | None) -> str:
-    """Only paths inside /staff (never another host) are followed after sign-in."""
-    if value and value.startswith("/staff") and not value.startswith("//") and "\\" not in value:
-        return value
+    """Only paths inside /staff are followed after sign-in, checked and rebuilt like every
+    return path (app/html/return_paths.py: never another host, never a 500)."""
+    path = same_site_path(value or "")
+    if path is not None and path.startswith("/staff"):
+        return path
     return "/staff/quotes"
 
 

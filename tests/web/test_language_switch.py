@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.web.pages import HOME, MAX_NEXT_LENGTH, safe_next
+from app.html.return_paths import MAX_RETURN_PATH_LENGTH
+from app.web.pages import HOME, safe_next
 from tests.security.catalogue import HOSTILE_RETURN_PATHS, RAW_HOSTILE_RETURN_QUERIES
 
 ORIGIN = "https://shop.example"
@@ -95,8 +96,8 @@ def test_a_path_on_this_site_is_kept_from_its_parsed_path_and_query(
 
 
 def test_a_return_path_longer_than_the_limit_goes_home(switch: Callable[..., str]) -> None:
-    assert switch("/?" + "a" * (MAX_NEXT_LENGTH - 2)) != HOME
-    assert switch("/?" + "a" * (MAX_NEXT_LENGTH - 1)) == HOME
+    assert switch("/?" + "a" * (MAX_RETURN_PATH_LENGTH - 2)) != HOME
+    assert switch("/?" + "a" * (MAX_RETURN_PATH_LENGTH - 1)) == HOME
 
 
 @settings(max_examples=300, deadline=None)
