@@ -1,15 +1,18 @@
-"""Staff sign-in attempts, throttled per (e-mail, client address) and per e-mail: in-process or
-in Redis.
+"""Staff sign-in attempts, throttled per (e-mail, client address), per e-mail and per address:
+in-process or in Redis.
 
 The rule, the same in both, over a sliding window of :data:`WINDOW_S`:
 
-* at most :data:`MAX_FAILURES` attempts for one e-mail from one client address, and
+* at most :data:`MAX_FAILURES` attempts for one e-mail from one client address;
 * at most :data:`MAX_ACCOUNT_FAILURES` attempts for one e-mail from all addresses together,
-  so an attacker who rotates addresses (a botnet, an IPv6 /64) still meets a limit per account.
-  Except from an address this e-mail signed in from within :data:`KNOWN_ADDRESS_S`: whoever
-  rotates addresses to lock an account out cannot lock its owner out of their usual places
-  (office, home), where only the per-pair limit applies. Only a right password makes an
-  address known, so an attacker cannot make their own addresses known.
+  so an attacker who rotates addresses (a botnet, an IPv6 /64) still meets a limit per account;
+* at most :data:`MAX_ADDRESS_FAILURES` attempts from one address for all e-mails together, so
+  one address cannot keep the few hashing slots busy with made-up e-mails.
+
+The last two do not apply to an (e-mail, address) that signed in within
+:data:`KNOWN_ADDRESS_S`: whoever floods an account or an address to lock others out cannot lock
+staff out of their usual places (office, home), where only the per-pair limit applies. Only a
+right password makes an address known, so an attacker cannot make their own addresses known.
 
 Why an attempt is counted BEFORE its password is hashed (:meth:`SignInThrottling.admit`, one
 atomic check-and-count): hashing takes a noticeable time (argon2id, 64 MiB), and a check made
@@ -18,20 +21,20 @@ before it and a failure recorded after it let every request that arrived in betw
 check and the count are one step under a lock (in-process) or one Lua script (Redis), so at
 most the limit reaches the hasher however many arrive at once. An attempt that turns out right
 gives its count back (:meth:`SignInThrottling.succeeded` clears the pair and returns the
-attempt to the account), as does one that never reached the hasher because every hashing slot
-was busy (:meth:`SignInThrottling.withdraw`). A refused attempt counts nothing, so a locked
-pair opens when its oldest attempt leaves the window, however often it knocks meanwhile.
+attempt to the account and the address), as does one that never reached the hasher because
+every hashing slot was busy (:meth:`SignInThrottling.withdraw`). A refused attempt counts
+nothing, so a lock opens when its oldest attempt leaves the window, however often it knocks.
 
 * :class:`SignInThrottle` counts in this process: with several workers each counts alone, so
   the effective limits are workers x the limits. The default without ``SIZER_REDIS_URL``. Its
   tables are bounded (:data:`MAX_TRACKED`) by dropping the least recently tried entries, never
   by wiping them all: a flood of made-up e-mails could otherwise reset a locked pair. Filling
-  the table takes :data:`MAX_TRACKED` admitted attempts, and every admitted attempt costs a
-  password hash, of which a process runs only a few at once
-  (:data:`app.accounts.passwords.HASHING_SLOTS`).
-* :class:`RedisSignInThrottle` keeps the attempt times of each pair and each account in Redis
-  sorted sets, so all workers share one count. Keys are HMACs of the pair or e-mail
-  (:mod:`app.shared_store`): no e-mail or address is stored in Redis.
+  a table takes :data:`MAX_TRACKED` admitted attempts from :data:`MAX_TRACKED` /
+  :data:`MAX_ADDRESS_FAILURES` addresses, and every admitted attempt costs a password hash,
+  of which a process runs only a few at once (:data:`app.accounts.passwords.HASHING_SLOTS`).
+* :class:`RedisSignInThrottle` keeps the attempt times of each pair, account and address in
+  Redis sorted sets, so all workers share one count. Keys are HMACs of the pair, e-mail or
+  address (:mod:`app.shared_store`): no e-mail or address is stored in Redis.
 
 When Redis does not answer, :class:`RedisSignInThrottle` falls back to an in-process
 :class:`SignInThrottle` (fails OPEN to per-worker throttling) and logs one warning per outage.
@@ -66,16 +69,21 @@ MAX_ACCOUNT_FAILURES = 20
 :data:`MAX_FAILURES` (an office behind a few NAT addresses, a phone, home), while an attacker
 rotating addresses gets 80 tries an hour instead of unlimited ones."""
 
+MAX_ADDRESS_FAILURES = 50
+"""Attempts per client address and window for all e-mails together: ten people's worth of
+:data:`MAX_FAILURES` behind one office NAT, while one address flooding made-up e-mails gets 50
+password hashes per window instead of keeping the hashing slots busy."""
+
 WINDOW_S = 15 * 60.0
-"""The sliding window of both limits (OWASP's usual lockout period)."""
+"""The sliding window of every limit (OWASP's usual lockout period)."""
 
 KNOWN_ADDRESS_S = 30 * 24 * 3600.0
-"""How long a successful sign-in exempts its (e-mail, address) from the per-account limit: a
-month covers holidays without keeping a stale address trusted forever."""
+"""How long a successful sign-in exempts its (e-mail, address) from the per-account and
+per-address limits: a month covers holidays without keeping a stale address trusted forever."""
 
 MAX_TRACKED = 100_000
-"""Entries per in-process table (pairs, accounts, known addresses): about 30 MB at the worst;
-beyond it the least recently tried (or signed in) entry is dropped."""
+"""Entries per in-process table (pairs, accounts, addresses, known pairs): tens of MB at the
+worst; beyond it the least recently tried (or signed in) entry is dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +108,12 @@ class SignInThrottling(Protocol):
     """What the sign-in route asks before checking a password, and tells after."""
 
     def admit(self, *, email: str, client: str) -> Admission:
-        """Count this attempt if both limits allow one more; else say how long to wait."""
+        """Count this attempt if every limit allows one more; else say how long to wait."""
         ...
 
     def succeeded(self, admission: Admission) -> None:
-        """The password was right: clear the pair, give the attempt back to the account."""
+        """The password was right: clear the pair, give the attempt back to the account and
+        the address, and know the pair from now on."""
         ...
 
     def withdraw(self, admission: Admission) -> None:
@@ -166,66 +175,77 @@ class _Window:
 
 
 class SignInThrottle:
-    """Both limits in this process, checked and counted under one lock."""
+    """Every limit in this process, checked and counted under one lock."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._pairs = _Window(MAX_FAILURES)
         self._accounts = _Window(MAX_ACCOUNT_FAILURES)
+        self._addresses = _Window(MAX_ADDRESS_FAILURES)
         self._known_until: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._ids = itertools.count(1)
 
-    def tracked(self) -> tuple[int, int]:
-        """(pairs, accounts) held now: what :data:`MAX_TRACKED` bounds."""
+    def tracked(self) -> tuple[int, int, int]:
+        """(pairs, accounts, addresses) held now: what :data:`MAX_TRACKED` bounds."""
         with self._lock:
-            return len(self._pairs), len(self._accounts)
+            return len(self._pairs), len(self._accounts), len(self._addresses)
+
+    def _shared(self, account: str, client: str) -> tuple[tuple[_Window, str], ...]:
+        """The windows beside the pair's, with the attempt's key in each."""
+        return (self._accounts, account), (self._addresses, client)
 
     def admit(self, *, email: str, client: str) -> Admission:
         account = normalize_email(email)
+        pair = (account, client)
         with self._lock:
             now = self._clock()
-            known = self._known_until.get((account, client), now) > now
-            wait = max(self._pairs.wait_s((account, client), now),
-                       0 if known else self._accounts.wait_s(account, now))
-            if wait:
-                return Admission(account, client, wait)
+            waits = [self._pairs.wait_s(pair, now)]
+            if self._known_until.get(pair, now) <= now:  # not a place this e-mail signed in
+                waits += [window.wait_s(key, now) for window, key in self._shared(*pair)]
+            if max(waits):
+                return Admission(account, client, max(waits))
             attempt = str(next(self._ids))
-            self._pairs.add((account, client), now, attempt)
-            self._accounts.add(account, now, attempt)
+            self._pairs.add(pair, now, attempt)
+            for window, key in self._shared(*pair):
+                window.add(key, now, attempt)
         return Admission(account, client, 0, attempt)
 
     def succeeded(self, admission: Admission) -> None:
         pair = (admission.account, admission.client)
         with self._lock:
             self._pairs.clear(pair)
-            self._accounts.remove(admission.account, admission.attempt)
+            for window, key in self._shared(*pair):
+                window.remove(key, admission.attempt)
             self._known_until[pair] = self._clock() + KNOWN_ADDRESS_S
             self._known_until.move_to_end(pair)
             while len(self._known_until) > MAX_TRACKED:
                 self._known_until.popitem(last=False)
 
     def withdraw(self, admission: Admission) -> None:
+        pair = (admission.account, admission.client)
         with self._lock:
-            self._pairs.remove((admission.account, admission.client), admission.attempt)
-            self._accounts.remove(admission.account, admission.attempt)
+            self._pairs.remove(pair, admission.attempt)
+            for window, key in self._shared(*pair):
+                window.remove(key, admission.attempt)
 
 
-# KEYS: the pair's and the account's sorted sets, the pair's "known address" flag. ARGV: now,
-# window, expiry (s), the attempt's member, the pair's and the account's limit. Returns, per
-# set, the time of the attempt whose leaving the window would let one more in ("" when under
-# the limit, or for the account when the address is known); adds the attempt to both only when
-# neither refuses. One script, so Redis runs it without interleaving.
+# KEYS: the pair's, the account's and the address's sorted sets, then the pair's "known" flag.
+# ARGV: now, window, expiry (s), the attempt's member, the three limits. Returns, per set, the
+# time of the attempt whose leaving the window would let one more in ("" when under the limit,
+# or for the account and address when the pair is known); adds the attempt to all three only
+# when none refuses. One script, so Redis runs it without interleaving.
 _ADMIT_LUA = """
 local now = tonumber(ARGV[1])
 local cutoff = now - tonumber(ARGV[2])
+local known = redis.call('EXISTS', KEYS[4]) == 1
 local leaving = {}
 local refused = false
-for i = 1, 2 do
+for i = 1, 3 do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', cutoff)
   local limit = tonumber(ARGV[4 + i])
   local count = redis.call('ZCARD', KEYS[i])
-  if i == 2 and redis.call('EXISTS', KEYS[3]) == 1 then
+  if i > 1 and known then
     count = 0
   end
   if count >= limit then
@@ -236,7 +256,7 @@ for i = 1, 2 do
   end
 end
 if not refused then
-  for i = 1, 2 do
+  for i = 1, 3 do
     redis.call('ZADD', KEYS[i], ARGV[1], ARGV[4])
     redis.call('EXPIRE', KEYS[i], ARGV[3])
   end
@@ -250,7 +270,7 @@ class RedisSignInThrottle:
 
     Times are wall-clock seconds (``time.time``), the one clock all hosts share; the admitting
     script first drops the attempts older than the window, and each set expires a window after
-    its last attempt, so an idle pair or account leaves nothing behind.
+    its last attempt, so an idle pair, account or address leaves nothing behind.
     """
 
     def __init__(self, store: SharedStore, clock: Callable[[], float] = time.time) -> None:
@@ -264,6 +284,9 @@ class RedisSignInThrottle:
 
     def _account_key(self, account: str) -> str:
         return self._store.key("signin-account", account)
+
+    def _address_key(self, client: str) -> str:
+        return self._store.key("signin-address", client)
 
     def _known_key(self, account: str, client: str) -> str:
         return self._store.key("signin-known", f"{account}\n{client}")
@@ -282,9 +305,9 @@ class RedisSignInThrottle:
         attempt = f"{now!r}:{secrets.token_hex(8)}"  # unique per attempt
         leaving = self._admit_script(
             keys=[self._pair_key(account, client), self._account_key(account),
-                  self._known_key(account, client)],
+                  self._address_key(client), self._known_key(account, client)],
             args=[repr(now), WINDOW_S, int(WINDOW_S) + 1, attempt, MAX_FAILURES,
-                  MAX_ACCOUNT_FAILURES],
+                  MAX_ACCOUNT_FAILURES, MAX_ADDRESS_FAILURES],
         )
         self._store.answered()
         waits = [_wait_s(float(score), now) for score in leaving if score]
@@ -313,6 +336,7 @@ class RedisSignInThrottle:
                 else:
                     pipe.zrem(pair, admission.attempt)
                 pipe.zrem(self._account_key(admission.account), admission.attempt)
+                pipe.zrem(self._address_key(admission.client), admission.attempt)
                 pipe.execute()
             self._store.answered()
         except redis.RedisError as error:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import pytest
 from argon2 import PasswordHasher
@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from app.accounts import passwords, throttle
 from app.accounts.throttle import (
     MAX_ACCOUNT_FAILURES,
+    MAX_ADDRESS_FAILURES,
     MAX_FAILURES,
     WINDOW_S,
     RedisSignInThrottle,
@@ -34,6 +35,8 @@ from tests.cli.test_serve import served, started  # noqa: F401 (fixture)
 from tests.conftest import RedisTarget
 from tests.staff.conftest import ADMIN, SALES, hidden
 from tests.staff.test_throttle_redis import store
+
+T = TypeVar("T")
 
 CONCURRENT = 30
 """The probe's number: 30 wrong passwords at once got through against a limit of 5."""
@@ -51,7 +54,7 @@ class CountingHasher(PasswordHasher):
         self.most_at_once = 0
         self._lock = threading.Lock()
 
-    def verify(self, hash: str | bytes, password: str | bytes) -> bool:
+    def verify(self, hash: str | bytes, password: str | bytes) -> Literal[True]:
         with self._lock:
             self.calls += 1
             self.running += 1
@@ -88,11 +91,11 @@ def make_throttle(request: pytest.FixtureRequest) -> Iterator[Callable[[], SignI
     yield lambda: RedisSignInThrottle(store(target.url, target.prefix))
 
 
-def _at_once(count: int, job: Callable[[int], object]) -> list[object]:
+def _at_once(count: int, job: Callable[[int], T]) -> list[T]:
     """``job(i)`` for i < count on as many threads, released together."""
     start = threading.Barrier(count)
 
-    def run(i: int) -> object:
+    def run(i: int) -> T:
         start.wait()
         return job(i)
 
@@ -106,7 +109,7 @@ def test_concurrent_attempts_admit_exactly_the_limit(
     throttles = [make_throttle() for _ in range(3)]  # three workers, one shared count
     admissions = _at_once(CONCURRENT, lambda i: throttles[i % 3].admit(
         email=ADMIN[0], client="203.0.113.7"))
-    assert sum(a.allowed for a in admissions) == MAX_FAILURES  # type: ignore[attr-defined]
+    assert sum(a.allowed for a in admissions) == MAX_FAILURES
 
 
 def test_one_account_has_a_limit_across_addresses(
@@ -126,7 +129,22 @@ def test_the_account_limit_holds_under_a_concurrent_burst_of_addresses(
     guard = make_throttle()
     admissions = _at_once(MAX_ACCOUNT_FAILURES + 10, lambda i: guard.admit(
         email=ADMIN[0], client=f"2001:db8::{i:x}"))
-    assert sum(a.allowed for a in admissions) == MAX_ACCOUNT_FAILURES  # type: ignore[attr-defined]
+    assert sum(a.allowed for a in admissions) == MAX_ACCOUNT_FAILURES
+
+
+def test_one_address_has_a_limit_across_e_mails(
+    make_throttle: Callable[[], SignInThrottling],
+) -> None:
+    """Made-up e-mails from one address (each its own pair and account) meet a limit."""
+    guard = make_throttle()
+    guard.succeeded(guard.admit(email=SALES[0], client="203.0.113.7"))  # staff sign in there
+    admissions = _at_once(MAX_ADDRESS_FAILURES + 10, lambda i: guard.admit(
+        email=f"made-up-{i}@x.example", client="203.0.113.7"))
+    assert sum(a.allowed for a in admissions) == MAX_ADDRESS_FAILURES
+    refused = guard.admit(email=ADMIN[0], client="203.0.113.7")
+    assert not refused.allowed and refused.retry_after_s > 0
+    assert guard.admit(email=ADMIN[0], client="203.0.113.8").allowed  # other addresses open
+    assert guard.admit(email=SALES[0], client="203.0.113.7").allowed  # known there: only its pair
 
 
 def test_the_owner_signs_in_from_a_known_address_while_the_account_is_locked(
@@ -169,18 +187,18 @@ def test_the_in_process_table_drops_the_least_recently_tried_never_all(
     for i in range(9):  # a flood of made-up e-mails fills the table...
         now[0] += 1
         guard.admit(email=f"made-up-{i}@x.example", client="203.0.113.7")
-    assert guard.tracked() == (10, 10)
+    assert guard.tracked() == (10, 10, 1)
     assert not guard.admit(email=ADMIN[0], client="203.0.113.7").allowed  # ...still locked
     for i in range(9, 30):
         now[0] += 1
         guard.admit(email=f"made-up-{i}@x.example", client="203.0.113.7")
-    assert guard.tracked() == (10, 10)  # bounded, not emptied: the newest ten are kept
+    assert guard.tracked() == (10, 10, 1)  # bounded, not emptied: the newest ten are kept
     # The least recently tried went first. (Filling a real table takes MAX_TRACKED attempts
     # that each waited for a hashing slot: longer than the window at 100,000.)
     assert guard.admit(email=ADMIN[0], client="203.0.113.7").allowed
     now[0] += WINDOW_S  # everything expired: the next attempt sweeps them out
     guard.admit(email="late@x.example", client="203.0.113.7")
-    assert guard.tracked() == (1, 1)
+    assert guard.tracked() == (1, 1, 1)
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["in-process", "redis"])

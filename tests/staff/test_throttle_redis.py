@@ -67,8 +67,8 @@ def test_keys_hold_no_e_mail_or_address_and_expire(redis_target: RedisTarget) ->
     throttle.admit(email=WHO["email"], client="198.51.100.1")
     throttle.succeeded(throttle.admit(email=WHO["email"], client="198.51.100.2"))
     keys = redis_target.keys()
-    assert sorted(key.split(":")[-2] for key in keys) == [
-        "signin", "signin", "signin-account", "signin-known"]
+    assert sorted(key.split(":")[-2] for key in keys) == [  # the signed-in pair is cleared
+        "signin", "signin", "signin-account", "signin-address", "signin-address", "signin-known"]
     for key in keys:
         assert key.startswith(redis_target.prefix)
         assert "shop" not in key.lower() and "203.0.113" not in key and "198.51" not in key
