@@ -41,11 +41,13 @@ def _route(scope: Scope) -> str:
     """The route template ("/api/v1/models/{slug}"), never the raw path: bounded labels.
 
     The router records the route it chose in the scope (which it shares with us), so the label
-    is one of the app's own route templates, "/static" or UNMATCHED."""
+    is one of the app's own route templates, "/static" or UNMATCHED. A mounted app's routes
+    (the partner API's "/models") carry the mount's path, which the router leaves in
+    ``root_path`` ("/api/v1"): both are fixed by the code, never by the request."""
     route = scope.get("route")
     path = getattr(route, "path", None)
     if isinstance(path, str) and path:
-        return path
+        return str(scope.get("root_path", "")) + path
     if scope.get("path", "").startswith("/static/"):
         return "/static"
     return UNMATCHED

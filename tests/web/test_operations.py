@@ -131,3 +131,26 @@ def test_every_label_comes_from_a_fixed_set(
 ) -> None:
     status = 999 if labels[2] == "other" else 200
     assert metric_labels(scope, status) == labels
+
+
+def _template_count(text: str, route: str) -> float:
+    """Requests counted for a route template (its braces defeat :func:`_sample`'s parsing)."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(LATENCY_COUNT + "{") and f'route="{route}"' in line)
+
+
+def test_partner_api_routes_are_labelled_with_their_mount_and_template(
+    scraper: TestClient,
+) -> None:
+    before = _template_count(scraper.get("/metrics").text, "/api/v1/models/{slug}")
+    for slug in ("llama-3.1-8b", "no-such-model", "x" * 60):
+        scraper.get(f"/api/v1/models/{slug}")
+    text = scraper.get("/metrics").text
+    assert _template_count(text, "/api/v1/models/{slug}") == before + 3
+    assert "no-such-model" not in text
+
+
+def test_an_invented_fine_tuning_method_adds_no_estimates_series(scraper: TestClient) -> None:
+    response = scraper.get("/", params={"model": "llama-3.1-8b", "method": "Mbogus"})
+    assert response.status_code == 422
+    assert "Mbogus" not in scraper.get("/metrics").text
