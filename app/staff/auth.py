@@ -4,7 +4,7 @@ before the password is hashed, and the hashing is rationed (503 when every slot 
 
 The client address is the TCP peer's, or the one a proxy named in
 ``SIZER_FORWARDED_ALLOW_IPS`` forwarded (``sizer serve`` tells uvicorn whom to trust), never
-a header any client can set."""
+a header any client can set; an IPv6 address counts as its /64 (:mod:`app.ops.clients`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from app.config import Settings
 from app.db.session import DbSession
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
+from app.ops.clients import client_identity
 from app.staff import deps
 from app.staff.deps import Principal, StaffForbidden
 from app.staff.views import page
@@ -71,7 +72,7 @@ def sign_in(
     email = body.fields.get("email", "").strip()[:254]
     password = body.fields.get("password", "")[:1024]
     next_url = deps.safe_next(body.fields.get("next"))
-    client = request.client.host if request.client else "unknown"
+    client = client_identity(request.client.host if request.client else None)  # IPv6: its /64
     errors = FieldErrors()
     throttle = _throttle(request)
     admission = throttle.admit(email=email, client=client)  # counted before any hashing

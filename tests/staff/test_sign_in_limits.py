@@ -248,3 +248,21 @@ def test_a_client_over_loopback_cannot_name_its_own_address(
         assert statuses == [422] * MAX_FAILURES + [429] * (MAX_ACCOUNT_FAILURES + 1 - MAX_FAILURES)
     else:
         assert statuses == [422] * MAX_ACCOUNT_FAILURES + [429]
+
+
+def test_an_ipv6_client_is_its_slash_64(
+    database_url: str, users: SessionFactory,
+) -> None:
+    """Every IPv6 host has a whole /64 to pick addresses from: one pair count for all of it."""
+    app = create_app(load_settings(database_url=database_url))
+
+    def wrong_from(host: str) -> int:
+        with TestClient(app, client=(host, 40000), follow_redirects=False) as client:
+            token = hidden(client.get("/staff/sign-in").text, "csrf_token")
+            return client.post("/staff/sign-in", data={
+                "csrf_token": token, "email": ADMIN[0], "password": "wrong-password-123",
+            }).status_code
+
+    assert [wrong_from(f"2001:db8:1:2::{i:x}") for i in range(MAX_FAILURES)] == [422] * MAX_FAILURES
+    assert wrong_from("2001:db8:1:2:ffff:eeee:dddd:cccc") == 429  # the same /64
+    assert wrong_from("2001:db8:1:3::1") == 422  # the next /64
