@@ -41,6 +41,11 @@ def test_lists_accept_commas_or_json(monkeypatch: pytest.MonkeyPatch) -> None:
         ("SIZER_DATABASE_URL", "mysql://x/y", "SIZER_DATABASE_URL: unsupported database"),
         ("SIZER_SECRET_KEY", "short", "SIZER_SECRET_KEY: must be at least 16"),
         ("SIZER_QUOTE_URL_TEMPLATE", "shop/{sku}", "SIZER_QUOTE_URL_TEMPLATE: 'shop/{sku}'"),
+        ("SIZER_METRICS_ALLOW_IPS", "127.0.0.1,prometheus",
+         "SIZER_METRICS_ALLOW_IPS: 'prometheus' is not an IP address or network"),
+        ("SIZER_METRICS_TOKEN", "short", "SIZER_METRICS_TOKEN: must be at least 16"),
+        ("SIZER_PUBLIC_BASE_URL", "https://shop.example/sizer",
+         "SIZER_PUBLIC_BASE_URL: 'https://shop.example/sizer' must name the origin only"),
     ],
 )
 def test_bad_values_name_the_setting(
