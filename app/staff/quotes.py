@@ -42,11 +42,11 @@ def quote_list(request: Request, session: DbSession, status: str = "",
     chosen = status if status in desk.LIST_FILTERS else None
     errors = FieldErrors()
     cursor = staff_forms.row_id(before) if before else None
-    if before and (cursor is None or cursor > desk.MAX_CURSOR):
+    if before and (cursor is None or not 0 < cursor <= desk.MAX_CURSOR):
         errors.add("before", N_("This link to older requests is not valid. The list starts "
                                 "again from the newest."))
         cursor = None
-    quotes = desk.list_quotes(session, status=chosen, before=cursor)
+    quotes = desk.list_quotes(session, status=chosen, before=cursor, limit=desk.PAGE_SIZE)
     return page(request, LIST, {"quotes": quotes.quotes, "next_before": quotes.next_before,
                                 "before": cursor, "status": chosen or "",
                                 "statuses": QUOTE_STATUSES, "errors": errors.messages},

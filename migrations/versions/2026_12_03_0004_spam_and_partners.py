@@ -6,9 +6,19 @@ the way people confuse names, so a new partner that reads like an existing one i
 instead of silently sharing its keys and quote requests.
 
 Existing partners keep their id, slug, keys and quote requests untouched; only ``name_key`` is
-filled from their names. Two existing partners whose names fold alike (possible before, e.g.
-"Straße" and "Strasse" had different ASCII slugs) both stay: the later one's key gets
-``~<id>``, a character the folding never produces.
+filled from their names.
+
+No table is rebuilt, on purpose: SQLite's batch mode copies a table and DROPs the old one, and
+dropping ``partner`` with foreign keys on would cascade-delete every API key (``ON DELETE
+CASCADE``) or be refused for its quote requests (``RESTRICT``). So both columns are added in
+place (NOT NULL with a server default, which SQLite's ADD COLUMN needs), uniqueness is a unique
+index (created in place on both databases), and the downgrade drops columns in place (SQLite
+3.35 or newer). PostgreSQL then drops the placeholder default of ``name_key``; SQLite cannot
+without a rebuild and keeps it (never used: the application always writes the key).
+
+Two existing partners whose names fold alike (possible before, e.g. "Straße" and "Strasse"
+had different ASCII slugs) both stay: the later one's key gets ``~<id>``, a character the
+folding never produces.
 
 Revision ID: 20261203_0004
 Revises: 20261202_0003
@@ -63,23 +73,23 @@ def _fill_name_keys() -> None:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("quote_request") as batch:
-        batch.add_column(
-            sa.Column("spam", sa.Boolean(), server_default=sa.false(), nullable=False)
-        )
-    with op.batch_alter_table("partner") as batch:
-        batch.add_column(sa.Column("name_key", sa.String(length=NAME_KEY_LENGTH), nullable=True))
+    op.add_column(
+        "quote_request",
+        sa.Column("spam", sa.Boolean(), server_default=sa.false(), nullable=False),
+    )
+    op.add_column(
+        "partner",
+        sa.Column("name_key", sa.String(length=NAME_KEY_LENGTH), server_default="",
+                  nullable=False),
+    )
     _fill_name_keys()
-    with op.batch_alter_table("partner") as batch:
-        batch.alter_column(
-            "name_key", existing_type=sa.String(length=NAME_KEY_LENGTH), nullable=False
-        )
-        batch.create_unique_constraint(op.f("uq_partner_name_key"), ["name_key"])
+    op.create_index(op.f("ix_partner_name_key"), "partner", ["name_key"], unique=True)
+    if op.get_bind().dialect.name != "sqlite":
+        op.alter_column("partner", "name_key", server_default=None,
+                        existing_type=sa.String(length=NAME_KEY_LENGTH), existing_nullable=False)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("partner") as batch:
-        batch.drop_constraint(op.f("uq_partner_name_key"), type_="unique")
-        batch.drop_column("name_key")
-    with op.batch_alter_table("quote_request") as batch:
-        batch.drop_column("spam")
+    op.drop_index(op.f("ix_partner_name_key"), table_name="partner")
+    op.drop_column("partner", "name_key")
+    op.drop_column("quote_request", "spam")

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.catalog import service as catalog_service
-from app.catalog.seed import seed_database
 from app.db.session import SessionFactory
 from app.db.tables import QuoteRequest
 from app.engine import Job
@@ -22,17 +20,6 @@ from app.quotes.schemas import Contact
 CONTACT = Contact(name="Ada", company="Engines", email="ada@example.com", country="DE",
                   vat_id=None, message=None, quantity=1)
 REQUEST = EstimateRequest(job=Job(), model_slug="llama-3.1-8b")
-
-
-@pytest.fixture
-def seeded_session(session_factory: SessionFactory) -> Iterator[Session]:
-    with session_factory.begin() as session:
-        seed_database(session)
-    with session_factory() as session:
-        yield session
-        session.rollback()
-    with session_factory.begin() as session:
-        session.execute(text("DELETE FROM quote_request"))
 
 
 def _create(session: Session, contact: Contact = CONTACT, kind: str = "gpu",

@@ -7,13 +7,14 @@ from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
 from app.accounts import api_keys
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog, QuoteLine, QuoteRequest
-from app.quotes import validity
+from app.quotes import desk, validity
 from tests.staff.conftest import SALES, hidden, request_quote
 
 StaffClient = Callable[..., tuple[TestClient, str]]
@@ -271,3 +272,90 @@ def test_a_sent_quote_past_its_validity_is_expired_for_the_customer_and_the_desk
     assert reference not in client.get("/staff/quotes?status=sent").text
     with users() as session:  # nothing was written: it is read so
         assert session.scalars(select(QuoteRequest.status)).one() == "sent"
+
+
+def _references(factory: SessionFactory) -> list[str]:
+    """Every stored reference, oldest first."""
+    with factory() as session:
+        return list(session.scalars(select(QuoteRequest.reference).order_by(QuoteRequest.id)))
+
+
+def test_the_list_comes_a_page_at_a_time_and_reaches_the_oldest_request(
+    staff_client: StaffClient, users: SessionFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issue 13, point 5): the desk showed the newest 500 and no more."""
+    monkeypatch.setattr(desk, "PAGE_SIZE", 2)
+    client, _ = staff_client(SALES)
+    for i in range(3):
+        request_quote(client, company=f"Customer {i}")
+    oldest, middle, newest = _references(users)
+    first = client.get("/staff/quotes").text
+    assert newest in first and middle in first and oldest not in first
+    older = re.search(r'id="older-page" rel="next" href="([^"]+)"', first)
+    assert older is not None and 'id="newest-page"' not in first
+    second = client.get(older.group(1).replace("&amp;", "&")).text
+    assert oldest in second and newest not in second
+    assert 'id="older-page"' not in second and 'id="newest-page"' in second
+    filtered = client.get("/staff/quotes?status=new").text
+    assert 'href="/staff/quotes?status=new&amp;before=' in filtered
+
+
+@pytest.mark.parametrize("cursor", ["²", "abc", "0", "99999999999", "-1", "1e3"])
+def test_a_bad_page_cursor_is_refused_beside_the_pager_and_the_newest_shown(
+    staff_client: StaffClient, users: SessionFactory, cursor: str
+) -> None:
+    client, _ = staff_client(SALES)
+    request_quote(client)
+    response = client.get("/staff/quotes", params={"before": cursor})
+    assert response.status_code == 422
+    assert 'id="err-before" class="field-error">This link to older requests is not valid.' \
+        in response.text
+    assert _reference(users) in response.text
+
+
+def test_staff_mark_a_request_as_spam_from_the_list_and_take_it_back(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, token = staff_client(SALES)
+    request_quote(client, company="Real Customer GmbH")
+    request_quote(client, company="Cheap Pills Ltd")
+    real, spam = _references(users)
+    listing = client.get("/staff/quotes").text
+    assert f'id="quote-{spam}"' in listing and 'name="spam" value="1"' in listing
+    assert client.post(f"/staff/quotes/{spam}/spam", data={}).status_code == 403  # CSRF
+    marked = client.post(f"/staff/quotes/{spam}/spam",
+                         data={"csrf_token": token, "spam": "1", "back": "list"})
+    assert marked.status_code == 303 and marked.headers["location"] == "/staff/quotes"
+    listing = client.get("/staff/quotes").text
+    assert real in listing and spam not in listing
+    assert spam not in client.get("/staff/quotes?status=new").text
+    spam_list = client.get("/staff/quotes?status=spam").text
+    assert spam in spam_list and real not in spam_list and "Not spam" in spam_list
+    detail = client.get(f"/staff/quotes/{spam}").text
+    assert 'id="marked-spam"' in detail
+    with users() as session:  # kept in the database, audited with who did it
+        assert session.scalars(select(QuoteRequest.spam).where(
+            QuoteRequest.reference == spam)).one() is True
+        entry = session.scalars(select(AuditLog).where(AuditLog.action == "mark_spam")).one()
+        assert entry.entity_key == spam and entry.actor == SALES[0]
+    back = client.post(f"/staff/quotes/{spam}/spam", data={"csrf_token": token, "spam": "0"})
+    assert back.status_code == 303 and back.headers["location"] == f"/staff/quotes/{spam}"
+    assert spam in client.get("/staff/quotes").text
+
+
+def test_a_sent_quote_cannot_be_marked_as_spam_on_the_desk(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    client, token = staff_client(SALES)
+    request_quote(client)
+    reference = _reference(users)
+    with users.begin() as session:
+        session.execute(text("UPDATE quote_request SET sent_at = CURRENT_TIMESTAMP, "
+                             "status = 'sent'"))
+    assert 'id="spam-form"' not in client.get(f"/staff/quotes/{reference}").text
+    response = client.post(f"/staff/quotes/{reference}/spam",
+                           data={"csrf_token": token, "spam": "1"})
+    assert response.status_code == 422
+    assert 'id="spam-error"' in response.text and "can&#39;t be marked as spam" in response.text
+    with users() as session:
+        assert session.scalars(select(QuoteRequest.spam)).one() is False
