@@ -101,8 +101,9 @@ def check_sign_in(password_hash: str | None, password: str) -> SignInCheck:
     inactive user), against :func:`dummy_hash`: one verification of equal cost either way, and
     the dummy never matches. Takes a hashing slot without waiting: :class:`HashingBusy`."""
     with hashing_slot(wait=False):
+        dummy = dummy_hash()  # made on the first sign-in of either kind, so neither is slower
         if password_hash is None:
-            _verify(dummy_hash(), password)
+            _verify(dummy, password)
             return SignInCheck(matched=False)
         if not _verify(password_hash, password):
             return SignInCheck(matched=False)

@@ -113,6 +113,20 @@ def test_an_unknown_e_mail_costs_one_hash_like_a_known_one(
     assert dummy == argon2.extract_parameters(real)
 
 
+@pytest.mark.parametrize("email", [ADMIN[0], "nobody@shop.example"])
+def test_the_first_sign_in_of_either_kind_makes_the_dummy_hash(
+    users: SessionFactory, hasher: CountingHasher, email: str,
+) -> None:
+    """The dummy is made once per process, on the first sign-in, known e-mail or not: so
+    the first probe after a restart does not tell an unknown e-mail by an extra hash."""
+    passwords.dummy_hash.cache_clear()
+    with users.begin() as session:
+        staff_accounts.authenticate(session, email=email, password="wrong-password-123")
+        assert (hasher.hashes, hasher.calls) == (1, 1)
+        staff_accounts.authenticate(session, email=email, password="wrong-password-123")
+        assert (hasher.hashes, hasher.calls) == (1, 2)
+
+
 def test_hashing_for_signed_in_staff_waits_for_a_slot_instead_of_failing() -> None:
     """Creating a user (admin page, CLI) queues behind a busy sign-in rather than erroring."""
     results: list[str] = []

@@ -50,9 +50,15 @@ class CountingHasher(PasswordHasher):
         super().__init__(time_cost=1, memory_cost=1024, parallelism=1)
         self.delay_s = delay_s
         self.calls = 0
+        self.hashes = 0
         self.running = 0
         self.most_at_once = 0
         self._lock = threading.Lock()
+
+    def hash(self, password: str | bytes, *, salt: bytes | None = None) -> str:
+        with self._lock:
+            self.hashes += 1
+        return super().hash(password, salt=salt)
 
     def verify(self, hash: str | bytes, password: str | bytes) -> Literal[True]:
         with self._lock:
