@@ -2,8 +2,8 @@
 
 * Sessions: the cookie carries 256 random bits; only their SHA-256 is stored, so a copy of
   the database cannot be replayed. Each session has its own CSRF token (``csrf_token``).
-* Sign-in attempts are throttled per e-mail and client address, and per e-mail, by
-  :mod:`app.accounts.throttle` (in this process, or in Redis for all workers when
+* Sign-in attempts are throttled per e-mail and client address, per e-mail and per address
+  by :mod:`app.accounts.throttle` (in this process, or in Redis for all workers when
   ``SIZER_REDIS_URL`` is set); their password hashing is rationed by
   :mod:`app.accounts.passwords`.
 """

@@ -1,6 +1,7 @@
 """Sign-in and sign-out. The sign-in form is CSRF-protected by a double-submit cookie (there is
-no session yet); attempts are throttled per e-mail and client address and per e-mail, counted
-before the password is hashed, and the hashing is rationed (503 when every slot is busy).
+no session yet); attempts are throttled per e-mail and client address, per e-mail and per
+address, counted before the password is hashed, and the hashing is rationed (503 when every
+slot is busy).
 
 The client address is the TCP peer's, or the one a proxy named in
 ``SIZER_FORWARDED_ALLOW_IPS`` forwarded (``sizer serve`` tells uvicorn whom to trust), never
