@@ -356,3 +356,32 @@ CATALOGUE: Final = CALCULATOR + QUOTE
 """Every field entry; with :data:`READS`, :data:`BODIES` and the language switch's return paths
 (:data:`HOSTILE_RETURN_PATHS`, :data:`RAW_HOSTILE_RETURN_QUERIES`: sent home, never followed)
 the whole catalogue."""
+
+
+@dataclass(frozen=True)
+class BadPartnerName:
+    """A name a new partner can't have (issue 13, point 6), on the staff desk
+    (``new_partner_name``) and in ``sizer apikey create --new-partner``: refused naming the
+    field (422 / exit 2), no partner and no key stored. ``existing`` is a partner made first,
+    which the name reads like; the refusal names it, and no key ever joins it by resemblance."""
+
+    id: str
+    name: str
+    existing: str | None = None
+
+
+BAD_PARTNER_NAMES: Final[tuple[BadPartnerName, ...]] = (
+    BadPartnerName("empty", ""),
+    BadPartnerName("blank", "   "),
+    BadPartnerName("punctuation-only", "!!! ---"),
+    BadPartnerName("nul", "ACME\x00GmbH"),
+    BadPartnerName("zero-width-space", "ACME\u200bGmbH"),
+    BadPartnerName("bidi-override", "ACME \u202eHbmG"),
+    BadPartnerName("too-long", "x" * 201),
+    BadPartnerName("umlaut-look-alike", "Müller AG", existing="Muller AG"),
+    BadPartnerName("case-and-dash-look-alike", "MULLER-AG", existing="Muller AG"),
+    BadPartnerName("single-letter-look-alike", "Ä", existing="A"),
+    BadPartnerName("sharp-s-look-alike", "Straße GmbH", existing="Strasse GmbH"),
+    BadPartnerName("fullwidth-look-alike", "ＡＣＭＥ", existing="ACME"),
+    BadPartnerName("ligature-look-alike", "\ufb01nance AG", existing="Finance AG"),
+)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.accounts import api_keys
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog
+from tests.security.catalogue import BAD_PARTNER_NAMES, BadPartnerName
 from tests.staff.conftest import ADMIN, SALES
 
 StaffClient = Callable[..., tuple[TestClient, str]]
@@ -182,3 +184,23 @@ def test_the_issue_form_in_german_names_the_collision(
         "csrf_token": token, "partner_id": "new", "new_partner_name": "Müller AG"})
     assert response.status_code == 422
     assert "Müller AG klingt wie der bestehende Partner Muller AG (muller-ag)" in response.text
+
+
+@pytest.mark.parametrize("entry", BAD_PARTNER_NAMES, ids=lambda e: e.id)
+def test_the_desk_refuses_every_bad_partner_name_of_the_catalogue(
+    staff_client: StaffClient, users: SessionFactory, entry: BadPartnerName
+) -> None:
+    client, token = staff_client(ADMIN)
+    if entry.existing is not None:
+        with users.begin() as session:
+            api_keys.create_partner(session, name=entry.existing)
+    response = client.post("/staff/api-keys", data={
+        "csrf_token": token, "partner_id": "new", "new_partner_name": entry.name})
+    assert response.status_code == 422
+    assert re.search(r'id="err-new_partner_name" class="field-error">[^<]+<', response.text)
+    if entry.existing is not None:
+        assert f"existing partner {entry.existing} (" in response.text
+    with users() as session:
+        assert [p.name for p in api_keys.list_partners(session)] == (
+            [entry.existing] if entry.existing else [])
+        assert api_keys.list_keys(session) == []

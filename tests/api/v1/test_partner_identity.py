@@ -21,6 +21,7 @@ from app.db.session import SessionFactory
 from app.db.tables import ApiKey, Partner
 from app.errors import InvalidInput, NotFound
 from tests.api.v1.test_quote_requests import request_body
+from tests.security.catalogue import BAD_PARTNER_NAMES, BadPartnerName
 
 
 @pytest.fixture
@@ -146,3 +147,23 @@ def test_the_desk_and_cli_share_one_refusal(session: Session) -> None:
     with pytest.raises(PartnerNameTaken) as refused:
         api_keys.create_partner(session, name="Müller AG")
     assert refused.value.status_code == 409 and refused.value.name == "Müller AG"
+
+
+@pytest.mark.parametrize("entry", BAD_PARTNER_NAMES, ids=lambda e: e.id)
+def test_sizer_apikey_refuses_every_bad_partner_name_of_the_catalogue(
+    database_url: str, seeded: SessionFactory, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], entry: BadPartnerName,
+) -> None:
+    monkeypatch.setenv("SIZER_DATABASE_URL", database_url)
+    if entry.existing is not None:
+        with seeded.begin() as session:
+            api_keys.create_partner(session, name=entry.existing)
+    assert sizer(["apikey", "create", "--new-partner", entry.name]) == 2
+    err = capsys.readouterr().err
+    assert "sizer apikey: error: new_partner_name: " in err
+    if entry.existing is not None:
+        assert f"reads like the existing partner {entry.existing!r}" in err
+    with seeded() as session:
+        assert [p.name for p in api_keys.list_partners(session)] == (
+            [entry.existing] if entry.existing else [])
+        assert session.scalar(select(func.count()).select_from(ApiKey)) == 0
