@@ -90,8 +90,8 @@ def test_requests_beyond_the_hourly_limit_are_refused_and_not_stored(
     assert refused.status_code == 429
     assert refused.headers["Retry-After"] == "3000"
     assert 'id="quote-limited"' in refused.text
-    assert "sent 2 quote requests this hour" in refused.text
-    assert "try again in 50 minutes" in refused.text
+    assert "the most quote requests we take from one address in an hour (2)" in refused.text
+    assert "try again in 50 min;" in refused.text
     assert 'value="Third Try AG"' in refused.text  # what was typed is kept
     assert stored(seeded) == 2
     assert send(browser(app, "198.51.100.20")) == 303  # another address has its own count
@@ -115,8 +115,8 @@ def test_the_refusal_is_in_the_page_s_language(make_app: Callable[..., FastAPI])
                              customer.get(QUOTE).text))
     refused = customer.post("/quote", data={**fields, **CONTACT})
     assert refused.status_code == 429
-    assert "Bitte versuchen Sie es in 50 Minuten erneut" in refused.text
-    assert "quote requests this hour" not in refused.text
+    assert "Bitte versuchen Sie es in 50 Min. erneut" in refused.text
+    assert "quote requests we take" not in refused.text
 
 
 def test_an_ipv6_client_is_counted_by_its_64_prefix(
