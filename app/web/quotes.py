@@ -31,7 +31,6 @@ from app.errors import InvalidInput, NotFound
 from app.html import htmx
 from app.html.forms import FieldErrors, FormBody, read_form
 from app.html.templating import render
-from app.ops.clients import UNKNOWN_CLIENT as UNKNOWN_CLIENT  # the quote tests name it here
 from app.ops.clients import client_identity
 from app.quotes import desk
 from app.quotes import service as quotes_service

@@ -21,6 +21,7 @@ from app.config import load_settings
 from app.db.session import SessionFactory
 from app.db.tables import QuoteRequest
 from app.main import create_app
+from app.ops.clients import UNKNOWN_CLIENT
 from app.web import quotes
 from tests.conftest import RedisTarget
 
@@ -135,7 +136,7 @@ def test_an_ipv6_client_is_counted_by_its_64_prefix(
     ("2001:db8::1", "2001:db8::/64"),
     ("2001:DB8:0:0:1234::9", "2001:db8::/64"),
     ("testclient", "testclient"),
-    ("", quotes.UNKNOWN_CLIENT),
+    ("", UNKNOWN_CLIENT),
 ])
 def test_client_key(host: str, key: str) -> None:
     scope = {"type": "http", "client": (host, 1) if host else None, "headers": []}
