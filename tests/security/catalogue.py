@@ -210,8 +210,9 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
     BadInput("dropout-nan-string", "lora_dropout", "NaN"),
     BadInput("seq-1e308", "seq_len", text="1e308", api_json="1e308"),
     BadInput("seq-10-to-30", "seq_len", 10**30),
-    BadInput("seq-5000-digits", "seq_len", text="9" * 5000, api_json="9" * 5000,
-             api_location="body"),  # beyond what the JSON parser reads: the body is invalid
+    BadInput("seq-5000-digits", "seq_len", text="9" * 5000, api_json="9" * 5000),
+    BadInput("seq-minus-5000-digits", "seq_len", text="-" + "9" * 5000,
+             api_json="-" + "9" * 5000),
     # empty strings
     BadInput("method-empty", "method", "", surfaces=frozenset({"api", "cli"})),
     BadInput("targets-empty", "lora_targets", "", surfaces=frozenset({"api", "cli"})),
@@ -246,11 +247,9 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
     BadInput("config-1e308", "config", text=llama(hidden_size=1e308)),
     BadInput("config-10-to-30", "config", text=llama(hidden_size=10**30)),
     BadInput("config-2-to-53-plus-1", "config", text=llama_with('"note": 9007199254740993')),
-    BadInput("config-5000-digits", "config", text=llama_with('"note": ' + "9" * 5000),
-             api_location="body"),  # beyond what the API's JSON parser reads: the body
+    BadInput("config-5000-digits", "config", text=llama_with('"note": ' + "9" * 5000)),
     BadInput("config-minus-5000-digits", "config",
-             text=llama(rope_scaling={"factor": 8.0}).replace("8.0", "-" + "9" * 5000),
-             api_location="body"),
+             text=llama(rope_scaling={"factor": 8.0}).replace("8.0", "-" + "9" * 5000)),
     BadInput("config-nested-nan", "config", text=llama_with('"rope_scaling": {"factor": NaN}')),
     BadInput("config-lone-surrogate", "config", text=llama_with('"note": "\\ud800"')),
     BadInput("config-lone-surrogate-key", "config", text=llama_with('"\\udc80": 1')),
@@ -287,6 +286,7 @@ QUOTE: Final[tuple[BadInput, ...]] = (
     BadInput("quantity-zero", "quantity", 0),
     BadInput("quantity-over-max", "quantity", 1001),
     BadInput("quantity-word", "quantity", "ten"),
+    BadInput("quantity-5000-digits", "quantity", text="9" * 5000, api_json="9" * 5000),
     BadInput("quantity-bool", "quantity", True, text="true"),
     BadInput("item-unknown", "item_slug", "no-such-card", page_text="gpu:no-such-card",
              api_status=404),

@@ -21,6 +21,7 @@ from tests.security.catalogue import (
     BadBody,
     BadInput,
     BadRead,
+    llama_with,
 )
 from tests.security.conftest import RowCounts, Shop
 
@@ -150,3 +151,20 @@ def test_the_baseline_bodies_are_valid(shop: Shop, row_counts: Callable[[], RowC
     before = row_counts()
     assert post(shop, "/api/v1/quote-requests", quote_body(job)).status_code == 201
     assert row_counts()["quote_request"] == before["quote_request"] + 1
+
+
+@pytest.mark.parametrize(("fragment", "place"), [
+    ('"rope_scaling": {"factor": NaN}', "rope_scaling.factor"),
+    ('"layers": [1, ' + "9" * 5000 + "]", "layers[1]"),
+    ('"\\udc80": 1', "\\udc80"),
+], ids=["nan", "5000-digits", "surrogate-key"])
+def test_a_refused_config_names_the_place_in_the_document(
+    shop: Shop, fragment: str, place: str
+) -> None:
+    body = '{"method": "lora", "model_config": ' + llama_with(fragment) + "}"
+
+    problem = assert_problem(post(shop, "/api/v1/estimates", body), 422)
+
+    assert_points_at(problem, "body.model_config")
+    (error,) = problem["errors"]
+    assert error["reason"].startswith(place + ": "), error

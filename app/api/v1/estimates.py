@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from app.api.v1 import schemas
 from app.api.v1.deps import require_partner
+from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import recommendations_out
 from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
@@ -27,7 +28,8 @@ from app.estimates import service as estimates_service
 from app.estimates.service import EstimateRequest
 
 router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
-                   responses={**AUTH_ERRORS, **INVALID, **NOT_FOUND})
+                   responses={**AUTH_ERRORS, **INVALID, **NOT_FOUND},
+                   route_class=BoundedJsonRoute)  # a 5,000-digit number names its field
 
 STOREFRONT_PRESETS = ("all-linear", "attention", "qv", "mlp")
 

@@ -14,6 +14,7 @@ from app.api.v1 import schemas
 from app.api.v1.catalog import decode_cursor, encode_cursor
 from app.api.v1.deps import Partner, require_partner
 from app.api.v1.estimates import storefront_query, to_request
+from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import quote_request_out
 from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, BAD_PARAMETER, INVALID, NOT_FOUND
@@ -39,7 +40,8 @@ def body_location(detail: str) -> str:
 
 
 router = APIRouter(tags=["quote requests"], dependencies=[Depends(require_partner)],
-                   responses={**AUTH_ERRORS, **NOT_FOUND, **BAD_PARAMETER})
+                   responses={**AUTH_ERRORS, **NOT_FOUND, **BAD_PARAMETER},
+                   route_class=BoundedJsonRoute)  # a 5,000-digit number names its field
 
 
 @router.post("/quote-requests", response_model=schemas.QuoteRequestOut, status_code=201,

@@ -15,6 +15,7 @@ from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic_core import PydanticCustomError
 
 from app.engine.activations import Attention
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
@@ -214,10 +215,16 @@ class EstimateInput(BaseModel):
     @classmethod
     def _within_bounds(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         """The bounds every surface holds a config.json to (the size is a 413, in the
-        router). A ConfigValueError is a ValueError: a 422 at ``body.model_config`` whose
-        reason names the place in the document."""
+        router): a 422 at ``body.model_config`` whose reason names the place in the document
+        (``rope_scaling.factor: numbers must be finite ...``, without Pydantic's "Value error,"
+        prefix), and whose type names the bound (``config_too_large``)."""
         if value is not None:
-            inline_config.check_values(value)
+            try:
+                inline_config.check_values(value)
+            except inline_config.ConfigValueError as error:
+                raise PydanticCustomError(
+                    f"config_{error.problem}", "{reason}", {"reason": str(error)}
+                ) from error
         return value
 
 
