@@ -27,14 +27,13 @@ from app.engine.states import (
     Quant,
     Sharding,
 )
-from app.estimates import inline_config, job_limits
+from app.estimates import job_limits
 from app.estimates.service import EstimateRequest
 from app.html import config_errors, forms
 from app.html.forms import N_, FieldErrors
 
 CUSTOM_MODEL: Final = "custom"
 DEFAULT_MODEL: Final = "llama-3.1-8b"
-MAX_CONFIG_BYTES: Final = inline_config.MAX_CONFIG_BYTES
 MAX_BATCH: Final = job_limits.MAX_BATCH_SIZE
 MAX_SEQ: Final = job_limits.MAX_SEQ_LEN
 MAX_GPUS: Final = job_limits.MAX_GPUS

@@ -21,11 +21,6 @@ from app.engine.activations import Attention
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits
 
-MAX_CONFIG_BYTES = inline_config.MAX_CONFIG_BYTES
-"""An inline config.json may be at most 256 KB (as on the storefront); larger is 413."""
-MAX_JSON_INT = inline_config.MAX_JSON_INT
-"""Numbers inside an inline config.json are kept within what JSON parsers hold exactly."""
-
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Money = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]{2}$", examples=["8990.00"])]
 StockStatus = Literal["in_stock", "on_order", "on_request"]
