@@ -13,7 +13,7 @@ LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet \
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint types contracts pytest bench accuracy load faults clean lock
+.PHONY: run test install lint types contracts pytest bench accuracy load faults probe clean lock
 
 # The locked versions first (every one hash-checked), then the project itself without
 # resolving anything again; `pip check` fails when pyproject.toml asks for what the lock
@@ -77,3 +77,8 @@ load: $(STAMP)
 ## Faults: PostgreSQL stopped and started under load, the app left running (stops PostgreSQL!)
 faults: $(STAMP)
 	$(BIN)/python -m benchmarks.faults $(if $(SIZER_LOAD_DB_SERVER),--database-server $(SIZER_LOAD_DB_SERVER))
+
+## Probe: issue 13's attack reproductions over HTTP against a fresh `sizer serve` on PostgreSQL;
+## one line each (refused / harmless / OPEN), exit 1 if any is open
+probe: $(STAMP)
+	$(BIN)/python -m benchmarks.probe $(if $(SIZER_LOAD_DB_SERVER),--database-server $(SIZER_LOAD_DB_SERVER))
