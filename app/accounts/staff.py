@@ -72,10 +72,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def normalize_email(email: str) -> str:
     return email.strip().lower()
 
@@ -152,7 +148,7 @@ def resolve_session(session: Session, *, token: str) -> StaffPrincipal | None:
     if found is None:
         return None
     staff_session, user = found._tuple()
-    if _aware(staff_session.expires_at) <= _now() or not user.active:
+    if staff_session.expires_at <= _now() or not user.active:
         return None
     return StaffPrincipal(
         user=_record(user), session_id=staff_session.id, csrf_token=staff_session.csrf_token

@@ -16,10 +16,11 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Connection, Table, func, insert, select, text
-from sqlalchemy.sql.sqltypes import Date, DateTime, LargeBinary, Numeric
+from sqlalchemy.sql.sqltypes import Date, LargeBinary, Numeric
 
 from app.db.base import Base
 from app.db.migrate import MigrationState, current_revision, head_revision
+from app.db.types import UtcDateTime
 
 FORMAT = "gpu-sizer-backup"
 FORMAT_VERSION = 1
@@ -39,11 +40,7 @@ def _tables() -> list[Table]:
 
 
 def _dump_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:  # SQLite returns naive UTC
-            value = value.replace(tzinfo=UTC)
-        return value.isoformat()
-    if isinstance(value, date):
+    if isinstance(value, date):  # datetimes too: UtcDateTime reads them as aware UTC
         return value.isoformat()
     if isinstance(value, Decimal):
         return str(value)
@@ -59,8 +56,11 @@ def _load_value(table: Table, column: str, value: Any) -> Any:
         raise BackupError(f"{table.name}.{column}: no such column at this migration")
     kind = table.c[column].type
     try:
-        if isinstance(kind, DateTime):
-            return datetime.fromisoformat(str(value))
+        if isinstance(kind, UtcDateTime):
+            moment = datetime.fromisoformat(str(value))
+            if moment.tzinfo is None:
+                raise ValueError("a timestamp needs its time zone (exports write +00:00)")
+            return moment
         if isinstance(kind, Date):
             return date.fromisoformat(str(value))
         if isinstance(kind, Numeric) and kind.asdecimal:

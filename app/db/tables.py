@@ -22,7 +22,6 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Date,
-    DateTime,
     Float,
     ForeignKey,
     Integer,
@@ -36,6 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column, relationship
 
 from app.db.base import Base, utcnow
+from app.db.types import UtcDateTime
 
 STOCK_STATUSES: tuple[str, ...] = ("in_stock", "on_order", "on_request")
 SYSTEM_KINDS: tuple[str, ...] = ("workstation", "server", "appliance")
@@ -50,7 +50,7 @@ class _Timestamped:
     """updated_at and the optimistic-locking version every catalog row carries."""
 
     updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True),
+        UtcDateTime,
         default=utcnow,
         onupdate=utcnow,
         server_default=func.now(),
@@ -166,7 +166,7 @@ class CatalogRevision(Base):
     revision: Mapped[int] = mapped_column(BigInteger)
     token: Mapped[str] = mapped_column(String(32))
     updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, onupdate=utcnow, server_default=func.now()
+        UtcDateTime, default=utcnow, onupdate=utcnow, server_default=func.now()
     )
 
 
@@ -195,7 +195,7 @@ class QuoteRequest(Base):
     token: Mapped[str] = mapped_column(String(64), unique=True)
     reference: Mapped[str] = mapped_column(String(16), unique=True)
     created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, server_default=func.now()
+        UtcDateTime, default=utcnow, server_default=func.now()
     )
     locale: Mapped[str] = mapped_column(String(8))
     name: Mapped[str] = mapped_column(String(200))
@@ -221,13 +221,13 @@ class QuoteRequest(Base):
     # The partner's own reference for its customer (free text, partner API only).
     partner_reference: Mapped[str | None] = mapped_column(String(100))
     updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, onupdate=utcnow, server_default=func.now()
+        UtcDateTime, default=utcnow, onupdate=utcnow, server_default=func.now()
     )
     # Optimistic locking, as on catalog rows: two staff editing one quote can't overwrite.
     version: Mapped[int] = mapped_column(Integer, nullable=False, default=1, server_default="1")
     staff_notes: Mapped[str | None] = mapped_column(Text)
     valid_until: Mapped[date | None] = mapped_column(Date)
-    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     # VAT rate frozen when the quote is sent (percent, from settings by country).
     vat_rate_percent: Mapped[Decimal | None] = mapped_column(Numeric(5, 2))
     # Marked as spam by staff: hidden from the desk's default list, kept (and audited), so a
@@ -292,7 +292,7 @@ class Partner(Base):
     name_key: Mapped[str] = mapped_column(String(200), index=True, unique=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, server_default=func.now()
+        UtcDateTime, default=utcnow, server_default=func.now()
     )
 
 
@@ -310,10 +310,10 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     label: Mapped[str] = mapped_column(String(200), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, server_default=func.now()
+        UtcDateTime, default=utcnow, server_default=func.now()
     )
-    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     # Requests per minute; None means the service default (settings).
     rate_limit_per_minute: Mapped[int | None] = mapped_column(Integer)
 
@@ -333,9 +333,9 @@ class StaffUser(Base):
     role: Mapped[str] = mapped_column(String(16))
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, server_default=func.now()
+        UtcDateTime, default=utcnow, server_default=func.now()
     )
-    last_sign_in_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_sign_in_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class StaffSession(Base):
@@ -351,9 +351,9 @@ class StaffSession(Base):
     )
     csrf_token: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, server_default=func.now()
+        UtcDateTime, default=utcnow, server_default=func.now()
     )
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class AuditLog(Base):
@@ -364,7 +364,7 @@ class AuditLog(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, server_default=func.now(), index=True
+        UtcDateTime, default=utcnow, server_default=func.now(), index=True
     )
     staff_user_id: Mapped[int | None] = mapped_column(
         ForeignKey("staff_user.id", ondelete="SET NULL"), index=True

@@ -127,12 +127,6 @@ class Quote:
         return self.sent_at is not None
 
 
-def _aware(moment: datetime | None) -> datetime | None:
-    if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment
-
-
 def _line(row: QuoteLine) -> LineRecord:
     return LineRecord(
         id=row.id, position=row.position, item_kind=row.item_kind, item_slug=row.item_slug,
@@ -157,7 +151,7 @@ def _quote(session: Session, row: QuoteRequest, policy: VatPolicy) -> Quote:
     return Quote(
         request=request_record(row), version=row.version,
         status=validity.effective_status(row.status, row.valid_until, validity.today()),
-        staff_notes=row.staff_notes, valid_until=row.valid_until, sent_at=_aware(row.sent_at),
+        staff_notes=row.staff_notes, valid_until=row.valid_until, sent_at=row.sent_at,
         partner=repo.partner_name(session, row.partner_id), spam=row.spam, lines=lines, vat=vat,
         totals=pricing.totals((line.net_eur for line in lines), vat_rate_percent=vat.rate_percent),
     )
@@ -197,7 +191,7 @@ def list_quotes(session: Session, *, status: str | None = None, before: int | No
     page = [
         QuoteSummary(
             id=row.id, reference=row.reference,
-            created_at=_aware(row.created_at) or row.created_at,
+            created_at=row.created_at,
             company=row.company, name=row.name, country=row.country, item_name=row.item_name,
             quantity=row.quantity, partner=partner, spam=row.spam,
             is_sent=row.sent_at is not None,

@@ -9,7 +9,7 @@ Services never commit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 
 from sqlalchemy import select
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.catalog.schemas import Catalog
 from app.db.tables import QUOTE_STATUSES, QuoteLine, QuoteRequest
 from app.errors import InvalidInput, NotFound
-from app.estimates.service import EstimateRequest
+from app.estimates.service import EstimateCache, EstimateRequest
 from app.quotes import pricing, repository, service, validity
 from app.quotes.schemas import Contact, ItemKind
 
@@ -72,10 +72,6 @@ def line_net(line: QuoteLine) -> Decimal:
                             discount_percent=line.discount_percent or Decimal(0))
 
 
-def _aware(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-
 def _view(row: QuoteRequest, lines: list[QuoteLine]) -> PartnerQuoteRequest:
     shown: tuple[PartnerLine, ...] | None = None
     totals: PartnerTotals | None = None
@@ -98,13 +94,13 @@ def _view(row: QuoteRequest, lines: list[QuoteLine]) -> PartnerQuoteRequest:
             gross_eur=summed.gross if rate is not None else None,
         )
     return PartnerQuoteRequest(
-        reference=row.reference, created_at=_aware(row.created_at),
+        reference=row.reference, created_at=row.created_at,
         status=validity.effective_status(row.status, row.valid_until, validity.today()),
-        updated_at=_aware(row.updated_at), partner_reference=row.partner_reference,
+        updated_at=row.updated_at, partner_reference=row.partner_reference,
         item_kind=row.item_kind, item_slug=row.item_slug, item_name=row.item_name,
         quantity=row.quantity, company=row.company, country=row.country,
         engine_version=row.engine_version, valid_until=row.valid_until,
-        sent_at=_aware(row.sent_at) if row.sent_at is not None else None,
+        sent_at=row.sent_at,
         lines=shown, totals=totals,
     )
 
@@ -159,12 +155,13 @@ def list_requests(
 
 def create_request(
     session: Session, *, partner_id: int, partner_reference: str | None, catalog: Catalog,
-    estimate: EstimateRequest, calculator_query: dict[str, str], item_kind: ItemKind,
-    item_slug: str, contact: Contact, locale: str,
+    estimate: EstimateRequest, estimates: EstimateCache, calculator_query: dict[str, str],
+    item_kind: ItemKind, item_slug: str, contact: Contact, locale: str,
 ) -> PartnerQuoteRequest:
     """Store the storefront's record, marked with the partner; then its partner view."""
     record = service.create_request(
-        session, catalog=catalog, estimate=estimate, calculator_query=calculator_query,
+        session, catalog=catalog, estimate=estimate, estimates=estimates,
+        calculator_query=calculator_query,
         item_kind=item_kind, item_slug=item_slug, contact=contact, locale=locale,
         partner_id=partner_id, partner_reference=partner_reference,
     )

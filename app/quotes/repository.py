@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -22,11 +21,8 @@ def is_lookup_key(text: str) -> bool:
 
 
 def _record(row: QuoteRequest) -> QuoteRequestRecord:
-    created = row.created_at
-    if created.tzinfo is None:  # SQLite keeps it naive; it was written as UTC
-        created = created.replace(tzinfo=UTC)
     return QuoteRequestRecord(
-        token=row.token, reference=row.reference, created_at=created, locale=row.locale,
+        token=row.token, reference=row.reference, created_at=row.created_at, locale=row.locale,
         contact=Contact(
             name=row.name, company=row.company, email=row.email, country=row.country,
             vat_id=row.vat_id, message=row.message, quantity=row.quantity,
