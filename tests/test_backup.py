@@ -142,7 +142,7 @@ def test_importing_into_a_database_with_rows_is_refused_without_replace(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _export(monkeypatch, filled_database_url, tmp_path / "a.json")
-    assert _run(monkeypatch, filled_database_url, "import", str(tmp_path / "a.json")) == 1
+    assert _run(monkeypatch, filled_database_url, "import", str(tmp_path / "a.json")) == 2
     assert "already holds rows" in capsys.readouterr().err
     assert _run(
         monkeypatch, filled_database_url, "import", "--replace", str(tmp_path / "a.json")
@@ -169,7 +169,7 @@ def test_a_bad_backup_writes_nothing(
     document = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
     damage(document)
     (tmp_path / "bad.json").write_text(json.dumps(document), encoding="utf-8")
-    assert _run(monkeypatch, second_database_url, "import", str(tmp_path / "bad.json")) == 1
+    assert _run(monkeypatch, second_database_url, "import", str(tmp_path / "bad.json")) == 2
     assert reason in capsys.readouterr().err
     for table in ("gpu_sku", "model_card", "partner", "quote_request", "quote_line"):
         assert _count(second_database_url, table) == 0
@@ -180,5 +180,5 @@ def test_a_file_that_is_not_json_is_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     (tmp_path / "junk.json").write_text("{not json", encoding="utf-8")
-    assert _run(monkeypatch, second_database_url, "import", str(tmp_path / "junk.json")) == 1
+    assert _run(monkeypatch, second_database_url, "import", str(tmp_path / "junk.json")) == 2
     assert "not a readable JSON backup" in capsys.readouterr().err

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from app.config import DEFAULT_DATABASE_URL, ConfigurationError, load_settings
-
-SIZER = Path(sys.executable).with_name("sizer")
+from tests.cli.runner import Run, sizer
 
 
 def test_defaults() -> None:
@@ -59,16 +55,13 @@ def test_bad_values_name_the_setting(
     assert "\n" not in str(caught.value)
 
 
-def _sizer(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SIZER_")}
-    return subprocess.run(
-        [str(SIZER), *args],
-        cwd=tmp_path,
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def _sizer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str, **env: str) -> Run:
+    """``sizer ARGS`` run from ``tmp_path`` with these settings (in-process; the console script
+    itself is run in tests/cli/test_end_to_end.py)."""
+    monkeypatch.chdir(tmp_path)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return sizer(*args)
 
 
 @pytest.mark.parametrize(
@@ -90,32 +83,52 @@ def _sizer(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
     ],
 )
 def test_cli_stops_with_one_line_and_exit_code_2(
-    tmp_path: Path, env: dict[str, str], expected: str
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], expected: str
 ) -> None:
-    result = _sizer(tmp_path, "db", "current", **env)
-    assert result.returncode == 2, result.stderr
+    result = _sizer(monkeypatch, tmp_path, "db", "current", **env)
+    assert result.code == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(expected)
     assert "Traceback" not in result.stderr + result.stdout
 
 
-def test_cli_upgrades_and_seeds_a_fresh_sqlite_database(tmp_path: Path) -> None:
+def test_cli_upgrades_and_seeds_a_fresh_sqlite_database(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     url = f"sqlite:///{tmp_path / 'nested' / 'sizer.db'}"
 
-    seed_first = _sizer(tmp_path, "db", "seed", SIZER_DATABASE_URL=url)
-    assert seed_first.returncode == 1 and "sizer db upgrade" in seed_first.stdout
+    def db(*args: str) -> Run:
+        return _sizer(monkeypatch, tmp_path, "db", *args, SIZER_DATABASE_URL=url)
 
-    assert _sizer(tmp_path, "db", "upgrade", SIZER_DATABASE_URL=url).returncode == 0
-    assert "(head)" in _sizer(tmp_path, "db", "current", SIZER_DATABASE_URL=url).stdout
-    seeded = _sizer(tmp_path, "db", "seed", SIZER_DATABASE_URL=url)
-    assert seeded.returncode == 0, seeded.stderr
+    seed_first = db("seed")  # something the user can fix: exit 2, one line naming the fix
+    assert seed_first.code == 2 and seed_first.stdout == ""
+    assert seed_first.stderr.count("\n") == 1
+    assert seed_first.stderr.startswith("sizer db: error: database: at migration none, not ")
+    assert seed_first.stderr.endswith("; run `sizer db upgrade` first\n")
+
+    assert db("upgrade").code == 0
+    assert "(head)" in db("current").stdout
+    seeded = db("seed")
+    assert seeded.code == 0, seeded.stderr
     assert "gpu_sku: 8 inserted" in seeded.stdout
-    again = _sizer(tmp_path, "db", "seed", SIZER_DATABASE_URL=url)
-    assert again.returncode == 0 and "already up to date" in again.stdout
+    again = db("seed")
+    assert again.code == 0 and "already up to date" in again.stdout
 
 
-def test_default_database_lives_under_data_in_the_working_directory(tmp_path: Path) -> None:
-    result = _sizer(tmp_path, "db", "upgrade")
-    assert result.returncode == 0, result.stderr
+def test_an_unknown_revision_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    run = _sizer(monkeypatch, tmp_path, "db", "upgrade", "nosuchrev",
+                 SIZER_DATABASE_URL=f"sqlite:///{tmp_path / 'sizer.db'}")
+    assert run.code == 2
+    assert run.stderr.startswith("sizer db: error: revision: ")
+    assert "nosuchrev" in run.stderr and run.stderr.count("\n") == 1
+
+
+def test_default_database_lives_under_data_in_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    result = _sizer(monkeypatch, tmp_path, "db", "upgrade")
+    assert result.code == 0, result.stderr
     assert (tmp_path / "data" / "sizer.db").is_file()

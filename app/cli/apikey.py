@@ -11,23 +11,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
 from app.accounts import api_keys
 from app.accounts.api_keys import ApiKeyRecord
-from app.config import exit_on_configuration_error, load_settings_or_exit
-from app.db import migrate
-from app.db.session import check_database, make_engine, make_session_factory
-from app.errors import DomainError
-
-T = TypeVar("T")
+from app.cli.database import transaction
+from app.cli.errors import CliError
 
 
-def register(commands: Any) -> None:
-    parser = commands.add_parser("apikey", help="partner API keys: create, list, revoke")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `apikey` command group's subcommands."""
     actions = parser.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="issue a key for an existing or a new partner")
     which = create.add_mutually_exclusive_group(required=True)
@@ -46,24 +40,6 @@ def register(commands: Any) -> None:
     revoke.set_defaults(func=_revoke)
     partners = actions.add_parser("partners", help="every partner: id, slug, status, name")
     partners.set_defaults(func=_partners)
-
-
-def _in_transaction(work: Callable[[Session], T]) -> T:
-    """Run ``work`` in one committed transaction on the migrated database (exit 2 if not)."""
-    settings = load_settings_or_exit()
-    with exit_on_configuration_error():
-        check_database(settings.database_url)
-    engine = make_engine(settings.database_url)
-    try:
-        state = migrate.migration_state(engine)
-        if not state.at_head:
-            print(f"sizer apikey: error: database is at migration {state.current or 'none'}, "
-                  f"not {state.head}; run `sizer db upgrade`", file=sys.stderr)
-            raise SystemExit(2)
-        with make_session_factory(engine).begin() as session:
-            return work(session)
-    finally:
-        engine.dispose()
 
 
 def _when(record: ApiKeyRecord) -> str:
@@ -86,13 +62,13 @@ def _issue(session: Session, args: argparse.Namespace) -> tuple[ApiKeyRecord, st
 
 def _create(args: argparse.Namespace) -> int:
     try:
-        record, plaintext = _in_transaction(lambda session: _issue(session, args))
-    except DomainError as error:
-        print(f"sizer apikey: error: {error.detail}", file=sys.stderr)
-        if isinstance(error, api_keys.PartnerNameTaken) and error.existing_slug is not None:
-            print(f"sizer apikey: to issue a key for that partner: --partner "
-                  f"{error.existing_slug}", file=sys.stderr)
-        return 2
+        with transaction() as session:
+            record, plaintext = _issue(session, args)
+    except api_keys.PartnerNameTaken as error:
+        if error.existing_slug is None:
+            raise
+        raise CliError(f"{error.detail}; to issue a key for that partner: --partner "
+                       f"{error.existing_slug}") from error
     print(f"partner: {record.partner_slug} ({record.partner_name}, id {record.partner_id})")
     print(f"prefix:  {record.prefix}")
     print(f"key:     {plaintext}")
@@ -101,9 +77,8 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    records = _in_transaction(
-        lambda session: api_keys.list_keys(session, partner_slug=args.partner)
-    )
+    with transaction() as session:
+        records = api_keys.list_keys(session, partner_slug=args.partner)
     print(f"{'prefix':<14}{'partner':<24}{'status':<9}{'limit/min':>10}  {'last used':<17}label")
     for r in records:
         status = "active" if r.active else "revoked"
@@ -114,19 +89,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    try:
-        record = _in_transaction(
-            lambda session: api_keys.revoke_key(session, prefix=args.prefix)
-        )
-    except DomainError as error:
-        print(f"sizer apikey: error: {error.detail}", file=sys.stderr)
-        return 2
+    with transaction() as session:
+        record = api_keys.revoke_key(session, prefix=args.prefix)
     print(f"revoked {record.prefix} ({record.partner_slug})")
     return 0
 
 
 def _partners(args: argparse.Namespace) -> int:
-    records = _in_transaction(api_keys.list_partners)
+    with transaction() as session:
+        records = api_keys.list_partners(session)
     print(f"{'id':>6}  {'slug':<24}{'status':<11}{'keys':>5}  name")
     for p in records:
         status = "active" if p.active else "suspended"

@@ -1,8 +1,8 @@
-"""`sizer db upgrade|downgrade|current|seed`.
+"""`sizer db upgrade|downgrade|current|seed|export|import`.
 
-Every command validates the settings and connects once before doing anything,
-so a bad SIZER_* value or an unreachable database ends in one clear line and
-exit code 2 instead of a traceback from deep inside Alembic.
+Every command opens the database through :mod:`app.cli.database`, so a bad SIZER_* value, an
+unreachable database, an unmigrated one (for seed), a revision Alembic does not know or a refused
+backup ends in one clear line and exit code 2 instead of a traceback from deep inside Alembic.
 """
 
 from __future__ import annotations
@@ -11,83 +11,64 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
+from alembic.util import CommandError
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.catalog.seed import SeedError, seed_database
-from app.config import SEED_DIR, Settings, exit_on_configuration_error, load_settings_or_exit
+from app.cli.database import open_database, ready_settings
+from app.cli.errors import CliError
+from app.config import SEED_DIR
 from app.db import backup, migrate
-from app.db.session import check_database, make_engine, make_session_factory
-
-
-def _ready_settings() -> Settings:
-    settings = load_settings_or_exit()
-    with exit_on_configuration_error():
-        check_database(settings.database_url)
-    return settings
+from app.db.session import make_session_factory
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    settings = _ready_settings()
-    migrate.upgrade(settings.database_url, args.revision)
+    settings = ready_settings()
+    try:
+        migrate.upgrade(settings.database_url, args.revision)
+    except CommandError as error:  # a revision Alembic does not know, say
+        raise CliError(str(error), subject="revision") from error
     print(f"database upgraded to {args.revision}")
     return 0
 
 
 def _downgrade(args: argparse.Namespace) -> int:
-    settings = _ready_settings()
-    migrate.downgrade(settings.database_url, args.revision)
+    settings = ready_settings()
+    try:
+        migrate.downgrade(settings.database_url, args.revision)
+    except CommandError as error:
+        raise CliError(str(error), subject="revision") from error
     print(f"database downgraded to {args.revision}")
     return 0
 
 
 def _current(_args: argparse.Namespace) -> int:
-    settings = _ready_settings()
-    engine = make_engine(settings.database_url)
-    try:
+    with open_database(migrated=False) as engine:
         state = migrate.migration_state(engine)
-    finally:
-        engine.dispose()
     marker = "(head)" if state.at_head else f"(head is {state.head})"
     print(f"{state.current or 'none'} {marker}")
     return 0
 
 
 def _seed(args: argparse.Namespace) -> int:
-    settings = _ready_settings()
-    engine = make_engine(settings.database_url)
-    try:
-        state = migrate.migration_state(engine)
-        if not state.at_head:
-            print(
-                f"error: database is at migration {state.current or 'none'}, not {state.head}; "
-                "run `sizer db upgrade` first"
-            )
-            return 1
+    with open_database() as engine:
         try:
             with make_session_factory(engine).begin() as session:  # one transaction
                 report = seed_database(session, seed_dir=args.seed_dir)
-        except SeedError as exc:
-            print(f"error: {exc}")
-            return 1
-    finally:
-        engine.dispose()
+        except SeedError as error:
+            raise CliError(str(error), subject="seed") from error
     print(report.summary() if report.changed else "catalog already up to date")
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    settings = _ready_settings()
-    engine = make_engine(settings.database_url)
-    try:
-        with engine.connect() as connection:
-            document = backup.export_database(connection)
-    except backup.BackupError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        engine.dispose()
+    with open_database(migrated=False) as engine:
+        try:
+            with engine.connect() as connection:
+                document = backup.export_database(connection)
+        except backup.BackupError as error:
+            raise CliError(str(error), subject="export") from error
     text = backup.dumps(document)
     if args.out is None or str(args.out) == "-":
         sys.stdout.write(text)
@@ -98,38 +79,37 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _import(args: argparse.Namespace) -> int:
-    settings = _ready_settings()
+def _read_backup(file: Path) -> dict[str, object]:
+    """The JSON document in ``file`` (``-``: standard input), or a CliError naming it."""
     try:
-        raw = sys.stdin.read() if str(args.file) == "-" else args.file.read_text(encoding="utf-8")
+        raw = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
         document = json.loads(raw)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"error: {args.file}: not a readable JSON backup: {exc}", file=sys.stderr)
-        return 1
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CliError(f"not a readable JSON backup: {error}", subject=str(file)) from error
     if not isinstance(document, dict):
-        print(f"error: {args.file}: not a backup document", file=sys.stderr)
-        return 1
-    engine = make_engine(settings.database_url)
-    try:
-        with engine.begin() as connection:  # one transaction: all rows or none
-            counts = backup.import_database(connection, document, replace=args.replace)
-    except backup.BackupError as exc:
-        print(f"error: {exc}; nothing was written", file=sys.stderr)
-        return 1
-    except SQLAlchemyError as exc:
-        first = str(exc).strip().splitlines()[0]
-        print(f"error: the database refused the backup ({first}); nothing was written",
-              file=sys.stderr)
-        return 1
-    finally:
-        engine.dispose()
+        raise CliError("not a backup document", subject=str(file))
+    return document
+
+
+def _import(args: argparse.Namespace) -> int:
+    # The database first (a bad setting, an unreachable server), then the document.
+    with open_database(migrated=False) as engine:
+        document = _read_backup(args.file)
+        try:
+            with engine.begin() as connection:  # one transaction: all rows or none
+                counts = backup.import_database(connection, document, replace=args.replace)
+        except backup.BackupError as error:
+            raise CliError(f"{error}; nothing was written", subject=str(args.file)) from error
+        except SQLAlchemyError as error:
+            first = str(error).strip().splitlines()[0]
+            raise CliError(f"the database refused the backup ({first}); nothing was written",
+                           subject=str(args.file)) from error
     print(f"imported {sum(counts.values())} rows into {len(counts)} tables")
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Add the `db` command group to the `sizer` parser."""
-    db = subparsers.add_parser("db", help="migrate and seed the catalog database")
+def add_arguments(db: argparse.ArgumentParser) -> None:
+    """The `db` command group's subcommands."""
     commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
 
     upgrade = commands.add_parser("upgrade", help="apply migrations (default: to head)")

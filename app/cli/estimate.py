@@ -23,10 +23,8 @@ from app.estimates import inline_config, service
 GB = 10**9
 
 
-def register(commands: Any) -> None:
-    parser = commands.add_parser(
-        "estimate", help="memory per GPU for fine-tuning a model, and the cards it fits"
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `estimate` command's options."""
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", metavar="SLUG", help="a model in the catalog")
     model.add_argument("--model-config", metavar="PATH", type=Path,
@@ -80,14 +78,19 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 def load_catalog() -> Catalog:
-    """The database's catalog when it is reachable and migrated; the seed files otherwise."""
+    """The database's catalog when it is reachable and migrated; the seed files otherwise.
+
+    A SQLite database that does not exist yet counts as unreachable: connecting would create
+    it, and ``sizer estimate`` run in any directory left a ``data/sizer.db`` behind there."""
     try:
         from app.catalog.service import get_catalog
         from app.config import load_settings
         from app.db import migrate
-        from app.db.session import make_engine, make_session_factory
+        from app.db.session import database_file_missing, make_engine, make_session_factory
 
         settings = load_settings()
+        if database_file_missing(settings.database_url):
+            return load_seed_catalog()
         engine = make_engine(settings.database_url)
         try:
             if not migrate.migration_state(engine).at_head:

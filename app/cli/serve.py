@@ -12,10 +12,10 @@ import argparse
 import ipaddress
 import os
 import tempfile
-from typing import Any
 
 import uvicorn
 
+from app.cli.database import ready_settings
 from app.config import (
     INSECURE_DEV_SECRET,
     ROOT,
@@ -25,7 +25,6 @@ from app.config import (
     get_settings,
     load_settings_or_exit,
 )
-from app.db.session import check_database
 from app.ops import logs
 from app.ops.metrics import MULTIPROC_ENV
 
@@ -79,7 +78,7 @@ def _serve(args: argparse.Namespace) -> int:
     with exit_on_configuration_error():
         check_secret(settings, args.host)
         check_public_base_url(settings, args.host, args.port)
-        check_database(settings.database_url)
+    ready_settings()  # and the database reachable, with the same one line and exit 2
     logs.configure()
     if args.workers > 1 and not os.environ.get(MULTIPROC_ENV):
         # Every worker writes its metric samples here; /metrics adds them up.
@@ -117,9 +116,8 @@ def _positive(text: str) -> int:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Add the `serve` command to the `sizer` parser."""
-    serve = subparsers.add_parser("serve", help="run the web service (uvicorn)")
+def add_arguments(serve: argparse.ArgumentParser) -> None:
+    """The `serve` command's options."""
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--workers", type=_positive, default=1, help="worker processes")

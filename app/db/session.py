@@ -1,18 +1,15 @@
-"""Engines, sessions and the per-request session dependency.
+"""Engines and sessions, for the app and the CLI alike.
 
-docs/architecture.md rule 5: services never commit; the request's session dependency
-commits once, after the endpoint returns and BEFORE the response is sent
-(``Depends(get_session, scope="function")``), so a failed commit becomes a 500
-instead of a 200 that lied.
+The per-request session dependency (docs/architecture.md rule 5: services never commit; the
+request commits once) is web plumbing and lives in :mod:`app.http.session`: this package
+imports no web framework, so the CLI opens a database without loading FastAPI.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, Request
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
@@ -42,6 +39,13 @@ def _sqlite_file(url: URL) -> Path | None:
     if database.startswith("file:"):  # URI form; leave it to the user
         return None
     return Path(database)
+
+
+def database_file_missing(database_url: str) -> bool:
+    """A SQLite URL whose file does not exist yet: connecting would create it (and
+    :func:`make_engine` its directory), which a command that only reads must not do."""
+    path = _sqlite_file(make_url(database_url))
+    return path is not None and not path.exists()
 
 
 def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
@@ -104,22 +108,6 @@ def check_database(database_url: str) -> None:
         ) from exc
     finally:
         engine.dispose()
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """One session per request, committed once before the response goes out."""
-    factory: SessionFactory = request.app.state.session_factory
-    with factory() as session:
-        try:
-            yield session
-        except BaseException:
-            session.rollback()
-            raise
-        session.commit()
-
-
-DbSession = Annotated[Session, Depends(get_session, scope="function")]
-"""Use as ``session: DbSession`` in a route signature."""
 
 
 def is_unavailable(exc: BaseException) -> bool:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.accounts import audit
-from app.db.session import DbSession
+from app.http.session import DbSession
 from app.staff.views import page
 
 router = APIRouter(prefix="/staff", include_in_schema=False)

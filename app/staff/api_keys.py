@@ -11,10 +11,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.accounts import api_keys, audit
 from app.accounts.staff import StaffPrincipal
-from app.db.session import DbSession
 from app.errors import DomainError, NotFound
 from app.html import forms, htmx
 from app.html.forms import N_, FieldErrors
+from app.http.session import DbSession
 from app.staff import forms as staff_forms
 from app.staff.deps import Admin, StaffForm, actor
 from app.staff.views import page

@@ -20,9 +20,9 @@ from app.accounts import staff as staff_accounts
 from app.accounts.passwords import HashingBusy
 from app.accounts.throttle import SignInThrottling
 from app.config import Settings
-from app.db.session import DbSession
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
+from app.http.session import DbSession
 from app.ops.clients import client_identity
 from app.staff import deps
 from app.staff.deps import Principal, StaffForbidden

@@ -11,10 +11,10 @@ from fastapi.responses import HTMLResponse, Response
 from app.catalog import editing
 from app.catalog import service as catalog_service
 from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
-from app.db.session import DbSession
 from app.errors import Conflict, InvalidInput, NotFound
 from app.html import htmx
 from app.html.forms import FieldErrors
+from app.http.session import DbSession
 from app.staff import catalog_forms
 from app.staff import forms as staff_forms
 from app.staff.deps import Principal, StaffForm, actor

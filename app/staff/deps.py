@@ -23,9 +23,9 @@ from starlette.datastructures import UploadFile
 from app.accounts import staff as staff_accounts
 from app.accounts.audit import Actor
 from app.accounts.staff import StaffPrincipal
-from app.db.session import DbSession
 from app.html.forms import MAX_FORM_BYTES, FormBody, read_form
 from app.html.return_paths import same_site_path
+from app.http.session import DbSession
 
 SESSION_COOKIE = "sizer_staff"
 SIGN_IN_COOKIE = "sizer_staff_signin"

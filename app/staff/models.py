@@ -10,11 +10,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.catalog import editing
-from app.db.session import DbSession
 from app.errors import InvalidInput
 from app.estimates import inline_config
 from app.html import config_errors, htmx
 from app.html.forms import N_, FieldErrors
+from app.http.session import DbSession
 from app.staff import catalog_forms
 from app.staff import forms as staff_forms
 from app.staff.deps import Principal, StaffForm, actor

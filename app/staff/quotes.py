@@ -11,11 +11,11 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.catalog import service as catalog_service
 from app.config import Settings
-from app.db.session import DbSession
 from app.db.tables import QUOTE_STATUSES
 from app.errors import Conflict, InvalidInput
 from app.html import forms, htmx
 from app.html.forms import N_, FieldErrors
+from app.http.session import DbSession
 from app.quotes import desk
 from app.quotes.desk import LineInput, VatPolicy
 from app.staff import forms as staff_forms

@@ -20,12 +20,12 @@ from sqlalchemy.orm import Session
 
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog, ModelRecord
-from app.db.session import DbSession
 from app.errors import InvalidInput, NotFound
 from app.estimates import service as estimates_service
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
 from app.html.templating import render
+from app.http.session import DbSession
 from app.web import calculator_form as form
 from app.web import result_view
 from app.web.calculator_form import CalculatorInput

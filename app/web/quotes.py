@@ -26,11 +26,11 @@ from sqlalchemy.orm import Session
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.config import Settings
-from app.db.session import DbSession
 from app.errors import InvalidInput, NotFound
 from app.html import htmx
 from app.html.forms import FieldErrors, FormBody, read_form
 from app.html.templating import render
+from app.http.session import DbSession
 from app.ops.clients import client_identity
 from app.quotes import desk
 from app.quotes import service as quotes_service

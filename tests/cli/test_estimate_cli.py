@@ -1,30 +1,31 @@
-"""`sizer estimate` as a user runs it: a real process, real output, real exit codes."""
+"""`sizer estimate` as a user runs it: its output and exit codes, through ``main`` in this
+process (tests/cli/runner.py); tests/cli/test_end_to_end.py runs it as a real process."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.runner import Run
+from tests.cli.runner import sizer as run_sizer
 from tests.engine.reference import REFERENCE
 
 
-def sizer(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SIZER_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"}
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=env,
-        timeout=60,
-    )
+def sizer(*args: str, tmp_path: Path) -> Run:
+    """``sizer ARGS`` with no database yet (the seed files' catalog), as on a fresh machine."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SIZER_DATABASE_URL", f"sqlite:///{tmp_path / 'none.db'}")
+        run = run_sizer(*args)
+    assert not (tmp_path / "none.db").exists()  # estimate reads; it never creates a database
+    return run
 
 
 def test_json_document_has_the_contracted_shape(tmp_path: Path) -> None:
     run = sizer("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--format", "json",
                 tmp_path=tmp_path)
-    assert run.returncode == 0, run.stderr
+    assert run.code == 0, run.stderr
     doc = json.loads(run.stdout)
     assert set(doc) >= {"engine_version", "params", "per_gpu_bytes", "model_states_bytes",
                         "peak_phase", "fits", "levers", "assumptions"}
@@ -48,7 +49,7 @@ def test_table_shows_the_same_numbers(tmp_path: Path) -> None:
     args = ("estimate", "--model", "qwen3-32b", "--method", "qlora", "--gpu", "rtx-pro-4500")
     table = sizer(*args, tmp_path=tmp_path)
     doc = json.loads(sizer(*args, "--format", "json", tmp_path=tmp_path).stdout)
-    assert table.returncode == 0
+    assert table.code == 0
     total_gb = f"{doc['per_gpu_bytes']['total'] / 1e9:.1f}"
     assert any(line.split()[:2] == ["total", total_gb] for line in table.stdout.splitlines())
     assert "rtx-pro-4500" in table.stdout
@@ -89,7 +90,7 @@ def test_model_config_file_works_like_a_slug(tmp_path: Path) -> None:
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], needle: str,
                                           tmp_path: Path) -> None:
     run = sizer("estimate", *args, tmp_path=tmp_path)
-    assert run.returncode == 2
+    assert run.code == 2
     assert "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
     assert needle in run.stderr
@@ -104,7 +105,7 @@ def test_config_file_problems_are_one_line(tmp_path: Path) -> None:
                          (tmp_path / "absent.json", "cannot read")):
         run = sizer("estimate", "--model-config", str(path), "--method", "lora",
                     tmp_path=tmp_path)
-        assert run.returncode == 2, run.stdout
+        assert run.code == 2, run.stdout
         assert "Traceback" not in run.stderr
         assert len(run.stderr.strip().splitlines()) == 1
         assert needle in run.stderr

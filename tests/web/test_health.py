@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from app.config import load_settings
 from app.db import migrate
-from app.db.session import DbSession
+from app.http.session import DbSession
 from app.main import create_app
 
 

@@ -25,7 +25,7 @@ from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, BAD_PARAMETER, NOT_FOUND
 from app.catalog import service as catalog_service
 from app.catalog.schemas import ModelRecord
-from app.db.session import DbSession
+from app.http.session import DbSession
 
 router = APIRouter(tags=["catalog"], dependencies=[Depends(require_partner)],
                    responses={**AUTH_ERRORS, **BAD_PARAMETER,

@@ -19,7 +19,7 @@ from app.accounts.api_keys import ApiPrincipal
 from app.api.v1.problems import ApiProblem
 from app.api.v1.ratelimit import RateLimiter
 from app.config import Settings
-from app.db.session import DbSession
+from app.http.session import DbSession
 
 bearer = HTTPBearer(
     auto_error=False, scheme_name="ApiKey",

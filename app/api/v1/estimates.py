@@ -19,13 +19,13 @@ from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
 from app.catalog import service as catalog_service
 from app.config import Settings
-from app.db.session import DbSession
 from app.engine import Job
 from app.errors import InvalidInput
 from app.estimates import inline_config
 from app.estimates import recommendations as recommendations_service
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateRequest
+from app.http.session import DbSession
 
 router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
                    responses={**AUTH_ERRORS, **INVALID, **NOT_FOUND},

@@ -19,8 +19,8 @@ from app.api.v1.mappers import quote_request_out
 from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, BAD_PARAMETER, INVALID, NOT_FOUND
 from app.catalog import service as catalog_service
-from app.db.session import DbSession
 from app.errors import InvalidInput
+from app.http.session import DbSession
 from app.quotes import partner as partner_quotes
 from app.quotes.schemas import Contact
 
