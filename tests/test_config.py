@@ -116,16 +116,6 @@ def test_cli_upgrades_and_seeds_a_fresh_sqlite_database(
     assert again.code == 0 and "already up to date" in again.stdout
 
 
-def test_an_unknown_revision_is_one_line_and_exit_2(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    run = _sizer(monkeypatch, tmp_path, "db", "upgrade", "nosuchrev",
-                 SIZER_DATABASE_URL=f"sqlite:///{tmp_path / 'sizer.db'}")
-    assert run.code == 2
-    assert run.stderr.startswith("sizer db: error: revision: ")
-    assert "nosuchrev" in run.stderr and run.stderr.count("\n") == 1
-
-
 def test_default_database_lives_under_data_in_the_working_directory(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
