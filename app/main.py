@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app import api, shared_store
 from app.api.v1.ratelimit import limiter_for
+from app.caches import Caches
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
 from app.html import middleware as web_middleware
@@ -28,8 +29,10 @@ from app.web import calculator, health, pages, quotes
 from app.web import errors as web_errors
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """Build the app: engine and session factory on ``app.state``, static files, routers.
+def create_app(settings: Settings, *, caches: Caches | None = None) -> FastAPI:
+    """Build the app: engine, session factory and caches on ``app.state``, static files, routers.
+
+    ``caches`` are new and empty unless given (tests hand in caches with a clock they step).
 
     The engine does not connect until the first query, so building an app is
     cheap and side-effect free (apart from creating a SQLite file's directory).
@@ -49,6 +52,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     app.state.shared_store = store
+    app.state.caches = caches or Caches()  # catalog, estimates, checked keys: see app.caches
     # POST /quote per client address, counted with the partner API's limiter (in Redis when set)
     app.state.quote_limiter = limiter_for(store, kind="quote", window_s=quotes.RATE_WINDOW_S)
     # check_dir=False: a missing static/ then fails only static requests and

@@ -35,13 +35,11 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from app.accounts import api_keys
-from app.catalog import service as catalog_service
+from app.caches import Caches
 from app.config import get_settings
 from app.db import migrate
 from app.db.session import SessionFactory, make_engine, make_session_factory
 from app.db.tables import GpuSku, ModelCard, System
-from app.estimates import service as estimates_service
 
 POSTGRES_ENV = "SIZER_TEST_POSTGRES_URL"
 REDIS_ENV = "SIZER_TEST_REDIS_URL"
@@ -138,19 +136,28 @@ def redis_target() -> Iterator[RedisTarget]:
 
 @pytest.fixture(autouse=True)
 def _isolated_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No SIZER_* from the developer's shell, no settings or catalog cached across tests."""
+    """No SIZER_* from the developer's shell, no settings cached across tests. (The catalog,
+    estimate and key-check caches need no reset: each app and each test holds its own
+    ``app.caches.Caches``.)"""
     for name in list(os.environ):
         if name.startswith("SIZER_") and name not in (POSTGRES_ENV, REDIS_ENV):
             monkeypatch.delenv(name)
     get_settings.cache_clear()
-    catalog_service.invalidate_cache()
-    api_keys.forget_checked_keys()
-    estimates_service.forget_results()
     yield
     get_settings.cache_clear()
-    catalog_service.invalidate_cache()
-    api_keys.forget_checked_keys()
-    estimates_service.forget_results()
+
+
+@pytest.fixture
+def caches() -> Caches:
+    """Empty caches of their own for a test that calls the services directly."""
+    return Caches()
+
+
+def caches_of(client: Any) -> Caches:
+    """The caches of the app a ``TestClient`` serves (``create_app`` put them on its state), for
+    a test that writes in the app's process, as a staff route would."""
+    found: Caches = client.app.state.caches
+    return found
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

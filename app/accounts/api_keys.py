@@ -23,6 +23,7 @@ import secrets
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -62,10 +63,6 @@ PRINCIPAL_CACHE_S = 1.0
 API call was one database round trip for the key alone; a key revoked in this process stops at
 once (the cache is dropped), one revoked elsewhere (``sizer apikey revoke``, another worker)
 within this second."""
-
-_clock = time.monotonic
-_lock = threading.Lock()
-_principals: dict[tuple[str, str], tuple[float, ApiPrincipal]] = {}
 
 
 class PartnerNameTaken(Conflict):
@@ -113,6 +110,36 @@ class ApiPrincipal:
     partner_id: int
     partner_slug: str
     rate_limit_per_minute: int | None
+
+
+class KeyCheckCache:
+    """Keys this process checked in the last :data:`PRINCIPAL_CACHE_S`, by database URL and key
+    hash, with the principal each spoke for. Held by the application
+    (``app.state.caches.key_checks``, see :mod:`app.caches`) or by a CLI command and passed to
+    :func:`authenticate` and to the writers that end a key's validity (:func:`revoke_key`,
+    :func:`set_partner_active`), which drop it. Thread-safe; ``clock`` is injectable so tests
+    step time instead of sleeping."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._checked: dict[tuple[str, str], tuple[float, ApiPrincipal]] = {}
+
+    def get(self, key: tuple[str, str]) -> ApiPrincipal | None:
+        """The principal checked for ``key`` less than :data:`PRINCIPAL_CACHE_S` ago."""
+        hit = self._checked.get(key)
+        if hit is not None and self._clock() - hit[0] < PRINCIPAL_CACHE_S:
+            return hit[1]
+        return None
+
+    def put(self, key: tuple[str, str], principal: ApiPrincipal) -> None:
+        with self._lock:
+            self._checked[key] = (self._clock(), principal)
+
+    def forget(self) -> None:
+        """Drop every check (a key was revoked or a partner suspended in this process)."""
+        with self._lock:
+            self._checked.clear()
 
 
 def hash_key(plaintext: str) -> str:
@@ -255,8 +282,9 @@ def list_keys(session: Session, *, partner_slug: str | None = None) -> list[ApiK
     return [_record(key, partner) for key, partner in rows]
 
 
-def revoke_key(session: Session, *, prefix: str) -> ApiKeyRecord:
-    """Revoke the key with this prefix (idempotent: a revoked key keeps its first time)."""
+def revoke_key(session: Session, *, prefix: str, checked: KeyCheckCache) -> ApiKeyRecord:
+    """Revoke the key with this prefix (idempotent: a revoked key keeps its first time); this
+    process's ``checked`` keys are dropped, so the key stops here at once."""
     row = session.execute(
         select(ApiKey, Partner)
         .join(Partner, ApiKey.partner_id == Partner.id)
@@ -268,7 +296,7 @@ def revoke_key(session: Session, *, prefix: str) -> ApiKeyRecord:
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         session.flush()
-    forget_checked_keys()
+    checked.forget()
     return _record(key, partner)
 
 
@@ -296,30 +324,33 @@ def list_partners(session: Session) -> list[PartnerRecord]:
     return [PartnerRecord(p.id, p.slug, p.name, p.active, int(n)) for p, n in rows]
 
 
-def set_partner_active(session: Session, *, partner_id: int, active: bool) -> bool:
+def set_partner_active(session: Session, *, partner_id: int, active: bool,
+                       checked: KeyCheckCache) -> bool:
     """Suspend a partner (every key of theirs is refused, nothing is deleted) or reinstate
-    them; whether that changed anything. Checked keys cached in this process are dropped at
-    once; other workers follow within :data:`PRINCIPAL_CACHE_S`."""
+    them; whether that changed anything. This process's ``checked`` keys are dropped at once;
+    other workers follow within :data:`PRINCIPAL_CACHE_S`."""
     partner = _partner_row(session, partner_id=partner_id)
     if partner.active == active:
         return False
     partner.active = active
     session.flush()
-    forget_checked_keys()
+    checked.forget()
     return True
 
 
-def authenticate(session: Session, *, plaintext: str) -> ApiPrincipal | None:
-    """The principal of a valid, unrevoked key of an active partner, else None.
+def authenticate(session: Session, *, plaintext: str,
+                 checked: KeyCheckCache) -> ApiPrincipal | None:
+    """The principal of a valid, unrevoked key of an active partner, else None; a key found
+    in ``checked`` is trusted without a query for :data:`PRINCIPAL_CACHE_S`.
 
     Records the use (``last_used_at``, to :data:`LAST_USED_RESOLUTION`) in the caller's
     transaction."""
     if not plaintext.startswith(KEY_SCHEME) or len(plaintext) > MAX_KEY_LENGTH:
         return None
     cache_key = (str(session.get_bind().engine.url), hash_key(plaintext))
-    hit = _principals.get(cache_key)
-    if hit is not None and _clock() - hit[0] < PRINCIPAL_CACHE_S:
-        return hit[1]
+    hit = checked.get(cache_key)
+    if hit is not None:
+        return hit
     row = session.execute(
         select(ApiKey, Partner)
         .join(Partner, ApiKey.partner_id == Partner.id)
@@ -339,12 +370,5 @@ def authenticate(session: Session, *, plaintext: str) -> ApiPrincipal | None:
         key_prefix=key.prefix, partner_id=partner.id, partner_slug=partner.slug,
         rate_limit_per_minute=key.rate_limit_per_minute,
     )
-    with _lock:
-        _principals[cache_key] = (_clock(), principal)
+    checked.put(cache_key, principal)
     return principal
-
-
-def forget_checked_keys() -> None:
-    """Drop every cached key check in this process (after a revocation, between tests)."""
-    with _lock:
-        _principals.clear()

@@ -18,10 +18,11 @@ def _is_api(path: str) -> bool:
 
 
 def mount(app: FastAPI, settings: Settings) -> None:
-    """Mount v1 at /api/v1, sharing the app's session factory and shared store (Redis, or
-    None). Call after ``app.state.session_factory`` and ``app.state.shared_store`` are set."""
+    """Mount v1 at /api/v1, sharing the app's session factory, caches and shared store (Redis,
+    or None). Call after ``app.state.session_factory``, ``caches`` and ``shared_store`` are
+    set."""
     app.mount("/api/v1", create_api(settings, app.state.session_factory,
-                                    store=app.state.shared_store))
+                                    caches=app.state.caches, store=app.state.shared_store))
 
 
 def register_errors(app: FastAPI) -> None:

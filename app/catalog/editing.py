@@ -4,7 +4,8 @@
   raises Conflict before anything is written (and SQLAlchemy's version check catches the
   race between two flushes).
 * Every change writes an audit row (before/after) in the same transaction and bumps the
-  catalog revision, so every worker's cached catalog reloads.
+  catalog revision, so every worker's cached catalog reloads; the caller's ``cache`` (this
+  process's :class:`app.catalog.service.CatalogCache`) is dropped at once.
 * Rows are never deleted: archiving sets ``active`` False (quotes and history keep pointing
   at them).
 * Field problems raise ``InvalidInput("field: reason")``; services never commit.
@@ -25,6 +26,7 @@ from app.accounts import audit
 from app.accounts.audit import Actor
 from app.catalog import repository
 from app.catalog import service as catalog_service
+from app.catalog.service import CatalogCache
 from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS, GpuSku, ModelCard, System
 from app.engine.shapes import ShapeError, parse_config
 from app.errors import Conflict, InvalidInput, NotFound
@@ -114,15 +116,15 @@ def _flush(session: Session) -> None:
         raise Conflict(STALE) from exc
 
 
-def _written(session: Session, *, actor: Actor, kind: Kind, slug: str, action: str,
-             before: dict[str, Any] | None, after: dict[str, Any]) -> None:
+def _written(session: Session, cache: CatalogCache, *, actor: Actor, kind: Kind, slug: str,
+             action: str, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
     audit.record(session, actor=actor, entity=kind, entity_key=slug, action=action,
                  before=before, after=after)
-    catalog_service.record_catalog_write(session)
+    catalog_service.record_catalog_write(session, cache)
 
 
-def create(session: Session, *, actor: Actor, kind: Literal["gpu", "system"], slug: str,
-           values: Mapping[str, Any]) -> None:
+def create(session: Session, *, cache: CatalogCache, actor: Actor,
+           kind: Literal["gpu", "system"], slug: str, values: Mapping[str, Any]) -> None:
     """A new GPU or system (model cards come from :func:`import_model`)."""
     _check(kind, values)
     _check_slug(session, kind, slug)
@@ -139,7 +141,7 @@ def create(session: Session, *, actor: Actor, kind: Literal["gpu", "system"], sl
         fields, extra = SYSTEM_FIELDS, {"gpu_slug": values.get("gpu_slug")}
     session.add(row)
     _flush(session)
-    _written(session, actor=actor, kind=kind, slug=slug, action="create", before=None,
+    _written(session, cache, actor=actor, kind=kind, slug=slug, action="create", before=None,
              after=_state(row, fields, extra))
 
 
@@ -161,8 +163,8 @@ def _load(session: Session, kind: Kind, slug: str) -> tuple[GpuSku | System | Mo
     return row, fields, extra
 
 
-def update(session: Session, *, actor: Actor, kind: Kind, slug: str, version: int,
-           values: Mapping[str, Any]) -> None:
+def update(session: Session, *, cache: CatalogCache, actor: Actor, kind: Kind, slug: str,
+           version: int, values: Mapping[str, Any]) -> None:
     """Change a row's editable fields; Conflict (nothing written) if ``version`` is stale."""
     _check(kind, values)
     row, fields, extra = _load(session, kind, slug)
@@ -180,12 +182,12 @@ def update(session: Session, *, actor: Actor, kind: Kind, slug: str, version: in
     after = _state(row, fields, extra)
     if after == before:
         return
-    _written(session, actor=actor, kind=kind, slug=slug, action="update", before=before,
+    _written(session, cache, actor=actor, kind=kind, slug=slug, action="update", before=before,
              after=after)
 
 
-def set_active(session: Session, *, actor: Actor, kind: Kind, slug: str, version: int,
-               active: bool) -> None:
+def set_active(session: Session, *, cache: CatalogCache, actor: Actor, kind: Kind, slug: str,
+               version: int, active: bool) -> None:
     """Archive (active False) or restore a row; customers no longer see archived ones."""
     row, fields, extra = _load(session, kind, slug)
     if row.version != version:
@@ -193,7 +195,7 @@ def set_active(session: Session, *, actor: Actor, kind: Kind, slug: str, version
     before = _state(row, fields, extra)
     row.active = active
     _flush(session)
-    _written(session, actor=actor, kind=kind, slug=slug,
+    _written(session, cache, actor=actor, kind=kind, slug=slug,
              action="restore" if active else "archive", before=before,
              after=_state(row, fields, extra))
 
@@ -242,8 +244,8 @@ def preview_model(*, config: Mapping[str, Any]) -> ModelPreview:
     )
 
 
-def import_model(session: Session, *, actor: Actor, slug: str, config: Mapping[str, Any],
-                 values: Mapping[str, Any]) -> ModelPreview:
+def import_model(session: Session, *, cache: CatalogCache, actor: Actor, slug: str,
+                 config: Mapping[str, Any], values: Mapping[str, Any]) -> ModelPreview:
     """A new model card from its config.json; the counts are the engine's."""
     _check("model", values)
     preview = preview_model(config=config)
@@ -258,6 +260,6 @@ def import_model(session: Session, *, actor: Actor, slug: str, config: Mapping[s
     )
     session.add(row)
     _flush(session)
-    _written(session, actor=actor, kind="model", slug=slug, action="import", before=None,
+    _written(session, cache, actor=actor, kind="model", slug=slug, action="import", before=None,
              after=_state(row, (*MODEL_FIELDS, "params_total", "params_active")))
     return preview

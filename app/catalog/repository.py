@@ -1,4 +1,4 @@
-"""Every catalog query lives here (the only module with ``select()``).
+"""Every catalog query lives here (with :mod:`app.catalog.revision`, the revision row).
 
 Reads come back as plain records (``app.catalog.schemas``); the ORM rows handed
 out by the ``*_rows_by_slug`` helpers stay inside the catalog domain, for the
@@ -7,14 +7,13 @@ seed and for staff edits that need optimistic locking.
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
-from app.db.tables import CatalogRevision, GpuSku, ModelCard, System
+from app.db.tables import GpuSku, ModelCard, System
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -131,25 +130,6 @@ def system_rows_by_slug(session: Session) -> dict[str, System]:
 def model_rows_by_slug(session: Session) -> dict[str, ModelCard]:
     """ORM rows for writers (seed, staff edits)."""
     return {row.slug: row for row in session.scalars(select(ModelCard))}
-
-
-def get_revision(session: Session) -> tuple[int, str]:
-    """The catalog's (revision, token): the one cheap query per catalog read."""
-    row = session.execute(
-        select(CatalogRevision.revision, CatalogRevision.token).where(CatalogRevision.id == 1)
-    ).one_or_none()
-    if row is None:  # the migration inserts it; only a hand-edited database lacks it
-        return (0, "")
-    return (int(row.revision), str(row.token))
-
-
-def bump_revision(session: Session) -> None:
-    """Advance the revision in the caller's transaction (atomic in SQL, no read first)."""
-    session.execute(
-        update(CatalogRevision)
-        .where(CatalogRevision.id == 1)
-        .values(revision=CatalogRevision.revision + 1, token=uuid.uuid4().hex)
-    )
 
 
 def gpu_row(session: Session, slug: str) -> GpuSku | None:

@@ -22,8 +22,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.catalog import repository
-from app.catalog import service as catalog_service
+from app.catalog import repository, revision
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.config import SEED_DIR
 from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS, GpuSku, ModelCard, System
@@ -240,10 +239,14 @@ def read_seed(seed_dir: Path = SEED_DIR) -> SeedData:
     return SeedData(gpus=gpus, systems=systems, models=_read_models(seed_dir))
 
 
-def load_seed_catalog(seed_dir: Path = SEED_DIR) -> Catalog:
-    """The catalog straight from the seed files, for `sizer estimate` without a database."""
-    data = read_seed(seed_dir)
-    return Catalog(revision=0, gpus=data.gpus, systems=data.systems, models=data.models)
+def load_seed_catalog(seed_dir: Path | None = None) -> Catalog:
+    """The catalog straight from the seed files (``SEED_DIR`` unless given), active rows only:
+    what a customer would see after seeding, for ``sizer estimate`` without a database and for
+    tests. The one such function; it used to return archived rows too, so ``sizer estimate``'s
+    fallback held a job against a card the seed had archived."""
+    data = read_seed(SEED_DIR if seed_dir is None else seed_dir)
+    return Catalog(revision=0, gpus=data.gpus, systems=data.systems,
+                   models=data.models).active_only()
 
 
 # --- writing -----------------------------------------------------------------
@@ -321,5 +324,8 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
 
     session.flush()
     if report.changed:
-        catalog_service.record_catalog_write(session)
+        # The revision alone: the seed runs in its own process (``sizer db seed``), whose
+        # workers see the new revision at their next check. A process that seeds and then
+        # reads through a CatalogCache of its own asks with ``fresh=True`` or forgets it.
+        revision.bump(session)
     return report

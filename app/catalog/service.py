@@ -1,12 +1,14 @@
 """The one catalog read service every surface and the estimates domain use.
 
-``get_catalog`` returns an immutable snapshot cached in this process. At most once every
-:data:`REVISION_CHECK_INTERVAL_S` it asks the database for the ``catalog_revision`` row; when
-another worker wrote to the catalog the revision differs and the snapshot is reloaded, so
-another worker's edit shows here within that interval. Writers in this process call
-:func:`record_catalog_write`, which bumps the revision in their transaction and drops the local
-cache at once. If the revision query itself fails (database down), the last snapshot keeps
-being served, so the calculator stays up while the database blips.
+:func:`get_catalog` returns an immutable snapshot kept in a :class:`CatalogCache`, one per
+process, held by the application (``app.state.caches.catalog``, see :mod:`app.caches`) or by a
+CLI command, and passed in by the caller: nothing is cached in this module. At most once every
+:data:`REVISION_CHECK_INTERVAL_S` the cache asks the database for the ``catalog_revision`` row
+(:mod:`app.catalog.revision`); when another worker wrote to the catalog the revision differs and
+the snapshot is reloaded, so another worker's edit shows here within that interval. Writers in
+this process call :func:`record_catalog_write`, which bumps the revision in their transaction
+and drops the local snapshot at once. If the revision query itself fails (database down), the
+last snapshot keeps being served, so the calculator stays up while the database blips.
 
 Services never commit (docs/architecture.md rule 5); the caller's session does.
 """
@@ -16,16 +18,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.catalog import repository
-from app.catalog import seed as catalog_seed
+from app.catalog import repository, revision
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
-from app.config import SEED_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +33,6 @@ REVISION_CHECK_INTERVAL_S = 1.0
 """How long a worker trusts its snapshot without asking for the revision. Checking on every
 call was one database round trip per estimate, a third of an API estimate's server time under
 load (``make load``); a price edit reaching the other workers a second later costs nothing."""
-
-_clock = time.monotonic
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,82 +43,90 @@ class _Snapshot:
     checked_at: float
 
 
-_lock = threading.Lock()
-_cache: dict[str, _Snapshot] = {}
-
-
-def _cache_key(session: Session) -> str:
-    """One cache per database, so tests (and tools) with several databases stay apart."""
+def _database(session: Session) -> str:
+    """One snapshot per database, so tests (and tools) with several databases stay apart."""
     return session.get_bind().engine.url.render_as_string(hide_password=False)
 
 
-def _load(session: Session, revision: tuple[int, str]) -> _Snapshot:
-    full = Catalog(
-        revision=revision[0],
-        gpus=tuple(repository.list_gpus(session)),
-        systems=tuple(repository.list_systems(session)),
-        models=tuple(repository.list_models(session)),
-    )
-    return _Snapshot(revision=revision, full=full, active=full.active_only(),
-                     checked_at=_clock())
+class CatalogCache:
+    """This process's catalog snapshots, one per database URL, each with the revision it was
+    loaded at and when that revision was last confirmed. Thread-safe (the sync routes run in
+    a thread pool). ``clock`` is injectable so tests step time instead of sleeping."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._snapshots: dict[str, _Snapshot] = {}
+
+    def get(self, session: Session, *, include_inactive: bool = False,
+            fresh: bool = False) -> Catalog:
+        """See :func:`get_catalog`."""
+        key = _database(session)
+        cached = self._snapshots.get(key)
+        if (not fresh and cached is not None
+                and self._clock() - cached.checked_at < REVISION_CHECK_INTERVAL_S):
+            return cached.full if include_inactive else cached.active
+        try:
+            current = revision.read(session)
+        except SQLAlchemyError:
+            if cached is None:
+                raise
+            logger.warning("catalog revision unreadable; serving cached catalog", exc_info=True)
+            session.rollback()
+            return cached.full if include_inactive else cached.active
+        if cached is None or cached.revision != current:
+            cached = self._load(session, current)
+        else:
+            cached = replace(cached, checked_at=self._clock())
+        with self._lock:
+            self._snapshots[key] = cached
+        return cached.full if include_inactive else cached.active
+
+    def _load(self, session: Session, current: tuple[int, str]) -> _Snapshot:
+        full = Catalog(
+            revision=current[0],
+            gpus=tuple(repository.list_gpus(session)),
+            systems=tuple(repository.list_systems(session)),
+            models=tuple(repository.list_models(session)),
+        )
+        return _Snapshot(revision=current, full=full, active=full.active_only(),
+                         checked_at=self._clock())
+
+    def forget(self) -> None:
+        """Drop every snapshot: the next read loads from the database."""
+        with self._lock:
+            self._snapshots.clear()
 
 
-def get_catalog(session: Session, *, include_inactive: bool = False,
+def get_catalog(session: Session, cache: CatalogCache, *, include_inactive: bool = False,
                 fresh: bool = False) -> Catalog:
     """The current catalog; active rows only unless ``include_inactive`` (staff views).
 
     ``fresh`` asks for the revision whatever the interval: the staff desk edits what it shows,
     and a form rendered from a second-old snapshot another worker has since changed would
     only earn its user a conflict."""
-    key = _cache_key(session)
-    cached = _cache.get(key)
-    if (not fresh and cached is not None
-            and _clock() - cached.checked_at < REVISION_CHECK_INTERVAL_S):
-        return cached.full if include_inactive else cached.active
-    try:
-        revision = repository.get_revision(session)
-    except SQLAlchemyError:
-        if cached is None:
-            raise
-        logger.warning("catalog revision unreadable; serving cached catalog", exc_info=True)
-        session.rollback()
-        return cached.full if include_inactive else cached.active
-    if cached is None or cached.revision != revision:
-        cached = _load(session, revision)
-    else:
-        cached = replace(cached, checked_at=_clock())
-    with _lock:
-        _cache[key] = cached
-    return cached.full if include_inactive else cached.active
+    return cache.get(session, include_inactive=include_inactive, fresh=fresh)
 
 
-def get_gpu(session: Session, *, slug: str, include_inactive: bool = False) -> GpuRecord:
+def get_gpu(session: Session, cache: CatalogCache, *, slug: str,
+            include_inactive: bool = False) -> GpuRecord:
     """One GPU by slug; raises app.errors.NotFound."""
-    return get_catalog(session, include_inactive=include_inactive).gpu(slug)
+    return get_catalog(session, cache, include_inactive=include_inactive).gpu(slug)
 
 
-def get_system(session: Session, *, slug: str, include_inactive: bool = False) -> SystemRecord:
+def get_system(session: Session, cache: CatalogCache, *, slug: str,
+               include_inactive: bool = False) -> SystemRecord:
     """One system by slug; raises app.errors.NotFound."""
-    return get_catalog(session, include_inactive=include_inactive).system(slug)
+    return get_catalog(session, cache, include_inactive=include_inactive).system(slug)
 
 
-def get_model(session: Session, *, slug: str, include_inactive: bool = False) -> ModelRecord:
+def get_model(session: Session, cache: CatalogCache, *, slug: str,
+              include_inactive: bool = False) -> ModelRecord:
     """One model card by slug; raises app.errors.NotFound."""
-    return get_catalog(session, include_inactive=include_inactive).model(slug)
+    return get_catalog(session, cache, include_inactive=include_inactive).model(slug)
 
 
-def record_catalog_write(session: Session) -> None:
+def record_catalog_write(session: Session, cache: CatalogCache) -> None:
     """Call after any catalog write: bumps the revision (other workers) and drops ours."""
-    repository.bump_revision(session)
-    invalidate_cache()
-
-
-def invalidate_cache() -> None:
-    """Forget every cached snapshot in this process."""
-    with _lock:
-        _cache.clear()
-
-
-def load_seed_catalog(seed_dir: Path = SEED_DIR) -> Catalog:
-    """The catalog built from the seed files with no database (active rows only)."""
-    return catalog_seed.load_seed_catalog(seed_dir).active_only()
+    revision.bump(session)
+    cache.forget()

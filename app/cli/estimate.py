@@ -79,11 +79,12 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 def load_catalog() -> Catalog:
     """The database's catalog when it is reachable and migrated; the seed files otherwise.
+    Active rows only, either way (an archived card is never held against the job).
 
     A SQLite database that does not exist yet counts as unreachable: connecting would create
     it, and ``sizer estimate`` run in any directory left a ``data/sizer.db`` behind there."""
     try:
-        from app.catalog.service import get_catalog
+        from app.catalog.service import CatalogCache, get_catalog
         from app.config import load_settings
         from app.db import migrate
         from app.db.session import database_file_missing, make_engine, make_session_factory
@@ -96,7 +97,7 @@ def load_catalog() -> Catalog:
             if not migrate.migration_state(engine).at_head:
                 return load_seed_catalog()
             with make_session_factory(engine)() as session:
-                catalog = get_catalog(session)
+                catalog = get_catalog(session, CatalogCache())  # one read per command
         finally:
             engine.dispose()
         return catalog if catalog.gpus else load_seed_catalog()
@@ -121,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         request = service.EstimateRequest(
             job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)
         )
-        result = service.estimate(load_catalog(), request)
+        # The command's own (empty) answer cache: one estimate per process, nothing to share.
+        result = service.estimate(load_catalog(), request, cache=service.EstimateCache())
     except DomainError as error:
         print(f"sizer estimate: error: {error.detail}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ from typing import Literal
 
 from app.catalog.schemas import Catalog
 from app.estimates import service
-from app.estimates.service import EstimateRequest, Sizing
+from app.estimates.service import EstimateCache, EstimateRequest, Sizing
 
 OptionKind = Literal["gpu", "system"]
 
@@ -81,9 +81,11 @@ def options(catalog: Catalog, sizing: Sizing, *, gpus: int, sharding: str,
     return found
 
 
-def recommend(catalog: Catalog, request: EstimateRequest) -> Recommendations:
-    """The sizing and its fitting options, best first. Raises NotFound / InvalidInput."""
-    sizing = service.sizing(catalog, request)
+def recommend(catalog: Catalog, request: EstimateRequest, *,
+              cache: EstimateCache) -> Recommendations:
+    """The sizing (remembered in ``cache``) and its fitting options, best first. Raises
+    NotFound / InvalidInput."""
+    sizing = service.sizing(catalog, request, cache=cache)
     found = options(catalog, sizing, gpus=request.job.gpus, sharding=request.job.sharding,
                     only_gpus=request.gpu_slugs)
     return Recommendations(sizing=sizing, options=tuple(sorted(found, key=rank_key)))

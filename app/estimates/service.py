@@ -30,36 +30,48 @@ engine's work was most of an API estimate's server time (``make load``). Keyed b
 snapshot itself, so a catalog edit starts afresh (and the old snapshot's answers are let go);
 inline config.json requests are not kept."""
 
-_results_lock = threading.Lock()
-_results: OrderedDict[tuple[str, int, EstimateRequest], tuple[Catalog, object]] = OrderedDict()
 
+class EstimateCache:
+    """This process's remembered answers (results, the API's JSON bytes, system fits): an LRU of
+    :data:`RESULT_CACHE_SIZE` entries for one catalog snapshot at a time. Held by the
+    application (``app.state.caches.estimates``, see :mod:`app.caches`) or by a CLI command and
+    passed to :func:`estimate`, :func:`estimate_json` and :func:`sizing`. Thread-safe."""
 
-def _remembered(kind: str, catalog: Catalog, request: EstimateRequest,
-                compute: Callable[[], _T]) -> _T:
-    """``compute()``, or what it gave for this request against this very catalog snapshot."""
-    if request.model_config is not None:
-        return compute()
-    key = (kind, id(catalog), request)
-    with _results_lock:
-        hit = _results.get(key)
-        if hit is not None and hit[0] is catalog:
-            _results.move_to_end(key)
-            return cast(_T, hit[1])
-    value = compute()
-    with _results_lock:
-        if _results and next(reversed(_results.values()))[0] is not catalog:
-            _results.clear()  # a new snapshot: the old one's answers are never asked again
-        _results[key] = (catalog, value)
-        _results.move_to_end(key)
-        while len(_results) > RESULT_CACHE_SIZE:
-            _results.popitem(last=False)
-    return value
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[tuple[str, int, EstimateRequest], tuple[Catalog, object]] = (
+            OrderedDict())
 
+    def remembered(self, kind: str, catalog: Catalog, request: EstimateRequest,
+                   compute: Callable[[], _T]) -> _T:
+        """``compute()``, or what it gave for this request against this very catalog
+        snapshot."""
+        if request.model_config is not None:
+            return compute()
+        key = (kind, id(catalog), request)
+        with self._lock:
+            hit = self._answers.get(key)
+            if hit is not None and hit[0] is catalog:
+                self._answers.move_to_end(key)
+                return cast(_T, hit[1])
+        value = compute()
+        with self._lock:
+            if self._answers and next(reversed(self._answers.values()))[0] is not catalog:
+                self._answers.clear()  # a new snapshot: the old one's answers are never asked
+            self._answers[key] = (catalog, value)
+            self._answers.move_to_end(key)
+            while len(self._answers) > RESULT_CACHE_SIZE:
+                self._answers.popitem(last=False)
+        return value
 
-def forget_results() -> None:
-    """Drop every remembered answer in this process (tests; never needed for correctness)."""
-    with _results_lock:
-        _results.clear()
+    def forget(self) -> None:
+        """Drop every remembered answer (never needed for correctness)."""
+        with self._lock:
+            self._answers.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._answers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,32 +130,36 @@ def select_gpus(catalog: Catalog, slugs: Sequence[str]) -> list[GpuRecord]:
     return [by_slug[slug] for slug in slugs]
 
 
-def estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
-    """The engine's answer for this request against the catalog's cards.
+def estimate(catalog: Catalog, request: EstimateRequest, *,
+             cache: EstimateCache) -> EstimateResult:
+    """The engine's answer for this request against the catalog's cards (remembered in
+    ``cache``).
 
     Engine input errors become :class:`InvalidInput` with the field named, so each surface can
     point at it."""
     job_limits.check(request.job)
-    result = _remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
+    result = cache.remembered("estimate", catalog, request,
+                              lambda: _estimate(catalog, request))
     metrics.ESTIMATES.labels(request.job.method).inc()
     return result
 
 
-def estimate_json(catalog: Catalog, request: EstimateRequest) -> bytes:
+def estimate_json(catalog: Catalog, request: EstimateRequest, *, cache: EstimateCache) -> bytes:
     """:func:`estimate`'s document as compact UTF-8 JSON, what the partner API sends; kept
     like the result itself, so a repeated request is neither computed nor serialised again."""
     job_limits.check(request.job)
-    document = _remembered(
+    document = cache.remembered(
         "json", catalog, request,
-        lambda: json.dumps(_estimate_uncounted(catalog, request).to_dict(),
+        lambda: json.dumps(_estimate_uncounted(catalog, request, cache).to_dict(),
                            separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
     )
     metrics.ESTIMATES.labels(request.job.method).inc()
     return document
 
 
-def _estimate_uncounted(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
-    return _remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
+def _estimate_uncounted(catalog: Catalog, request: EstimateRequest,
+                        cache: EstimateCache) -> EstimateResult:
+    return cache.remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
 
 
 def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
@@ -188,10 +204,12 @@ def system_job(job: Job, gpu_count: int) -> Job:
     return replace(job, gpus=gpu_count, sharding=sharding, offload=offload)
 
 
-def sizing(catalog: Catalog, request: EstimateRequest) -> Sizing:
-    """The estimate against every active card, and every active system."""
-    result = estimate(catalog, request)
-    systems = _remembered("systems", catalog, request, lambda: _system_fits(catalog, request))
+def sizing(catalog: Catalog, request: EstimateRequest, *, cache: EstimateCache) -> Sizing:
+    """The estimate against every active card, and every active system (remembered in
+    ``cache``)."""
+    result = estimate(catalog, request, cache=cache)
+    systems = cache.remembered("systems", catalog, request,
+                               lambda: _system_fits(catalog, request))
     return Sizing(result=result, systems=systems)
 
 

@@ -19,7 +19,7 @@ from app.catalog.schemas import Catalog
 from app.db.tables import QuoteRequest
 from app.errors import InvalidInput, NotFound
 from app.estimates import service as estimates_service
-from app.estimates.service import EstimateRequest, Sizing
+from app.estimates.service import EstimateCache, EstimateRequest, Sizing
 from app.quotes import repository
 from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord
 
@@ -94,14 +94,16 @@ def snapshot(sizing: Sizing, item_fit: dict[str, Any], query: dict[str, str]) ->
 
 def create_request(
     session: Session, *, catalog: Catalog, estimate: EstimateRequest,
-    calculator_query: dict[str, str], item_kind: ItemKind, item_slug: str, contact: Contact,
-    locale: str, partner_id: int | None = None, partner_reference: str | None = None,
+    estimates: EstimateCache, calculator_query: dict[str, str], item_kind: ItemKind,
+    item_slug: str, contact: Contact, locale: str, partner_id: int | None = None,
+    partner_reference: str | None = None,
 ) -> QuoteRequestRecord:
     """Store a quote request with its sizing snapshot. Raises InvalidInput / NotFound.
 
-    ``partner_id`` marks a request a partner made through the API for its customer."""
+    ``partner_id`` marks a request a partner made through the API for its customer; the
+    sizing is remembered in (or taken from) ``estimates``, the calculator's answer cache."""
     _check(contact, partner_reference)
-    sizing = estimates_service.sizing(catalog, estimate)
+    sizing = estimates_service.sizing(catalog, estimate, cache=estimates)
     name, price, item_fit = _item(catalog, sizing, item_kind, item_slug)
     row = QuoteRequest(
         token=secrets.token_urlsafe(TOKEN_BYTES), reference=_reference(session), locale=locale,

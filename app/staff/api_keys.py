@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app import caches
 from app.accounts import api_keys, audit
 from app.accounts.staff import StaffPrincipal
 from app.errors import DomainError, NotFound
@@ -125,7 +126,7 @@ def issue(request: Request, session: DbSession, principal: Admin, body: StaffFor
 @router.post("/{prefix}/revoke", response_class=HTMLResponse)
 def revoke(request: Request, session: DbSession, principal: Admin, prefix: str,
            body: StaffForm) -> Response:
-    record = api_keys.revoke_key(session, prefix=prefix)
+    record = api_keys.revoke_key(session, prefix=prefix, checked=caches.of(request).key_checks)
     audit.record(session, actor=actor(principal), entity="api_key", entity_key=record.prefix,
                  action="revoke", before={"revoked": False}, after={"revoked": True})
     return htmx.redirect(request, "/staff/api-keys")
@@ -149,7 +150,8 @@ def _set_active(request: Request, session: DbSession, principal: StaffPrincipal,
     partner_id = staff_forms.row_id(raw_id)
     if partner_id is None:
         raise NotFound("partner: no such partner")
-    if api_keys.set_partner_active(session, partner_id=partner_id, active=active):
+    if api_keys.set_partner_active(session, partner_id=partner_id, active=active,
+                                   checked=caches.of(request).key_checks):
         slug = api_keys.get_partner(session, partner_id=partner_id).slug
         audit.record(session, actor=actor(principal), entity="partner", entity_key=slug,
                      action="reinstate" if active else "suspend",

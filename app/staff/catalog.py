@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app import caches
 from app.catalog import editing
 from app.catalog import service as catalog_service
 from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
@@ -34,15 +35,16 @@ def _kind(plural: str) -> editing.Kind:
     return KINDS[plural]
 
 
-def _records(session: DbSession, kind: editing.Kind) -> tuple[Record, ...]:
-    catalog = catalog_service.get_catalog(session, include_inactive=True, fresh=True)
+def _records(request: Request, session: DbSession, kind: editing.Kind) -> tuple[Record, ...]:
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog,
+                                          include_inactive=True, fresh=True)
     if kind == "gpu":
         return catalog.gpus
     return catalog.systems if kind == "system" else catalog.models
 
 
-def _record(session: DbSession, kind: editing.Kind, slug: str) -> Record:
-    for record in _records(session, kind):
+def _record(request: Request, session: DbSession, kind: editing.Kind, slug: str) -> Record:
+    for record in _records(request, session, kind):
         if record.slug == slug:
             return record
     raise NotFound(f"{kind}: {slug} not found")
@@ -53,14 +55,14 @@ def catalog_list(request: Request, session: DbSession, plural: str) -> Response:
     """Every row, archived ones too (marked)."""
     kind = _kind(plural)
     return page(request, LIST, {"kind": kind, "plural": plural,
-                                "records": _records(session, kind)})
+                                "records": _records(request, session, kind)})
 
 
 def _form(request: Request, session: DbSession, plural: str, *, slug: str | None,
           values: dict[str, Any], version: int | None, errors: FieldErrors | None = None,
           conflict: bool = False, active: bool = True, status: int = 200) -> Response:
     kind = _kind(plural)
-    gpus = [g.slug for g in _records(session, "gpu")]
+    gpus = [g.slug for g in _records(request, session, "gpu")]
     return page(request, FORM, {
         "kind": kind, "plural": plural, "slug": slug, "values": values, "version": version,
         "fields": FIELDS[kind], "slug_field": catalog_forms.SLUG, "active": active,
@@ -90,10 +92,10 @@ def create(request: Request, session: DbSession, principal: Principal, plural: s
         raise NotFound("models are imported")
     errors = FieldErrors()
     slug = catalog_forms.parse(body.fields, (catalog_forms.SLUG,), errors)["slug"]
-    values = _parse(session, kind, body.fields, errors)
+    values = _parse(request, session, kind, body.fields, errors)
     if not errors:
         try:
-            editing.create(session, actor=actor(principal),
+            editing.create(session, cache=caches.of(request).catalog, actor=actor(principal),
                            kind=kind, slug=slug, values=values)
         except InvalidInput as exc:
             session.rollback()
@@ -104,9 +106,9 @@ def create(request: Request, session: DbSession, principal: Principal, plural: s
     return htmx.redirect(request, f"/staff/catalog/{plural}/{slug}?saved=1")
 
 
-def _parse(session: DbSession, kind: editing.Kind, data: dict[str, str],
+def _parse(request: Request, session: DbSession, kind: editing.Kind, data: dict[str, str],
            errors: FieldErrors) -> dict[str, Any]:
-    gpus = [g.slug for g in _records(session, "gpu")]
+    gpus = [g.slug for g in _records(request, session, "gpu")]
     return catalog_forms.parse(data, FIELDS[kind], errors, choices={"gpu_slug": gpus})
 
 
@@ -114,7 +116,7 @@ def _parse(session: DbSession, kind: editing.Kind, data: dict[str, str],
 def edit_form(request: Request, session: DbSession, plural: str, slug: str,
               saved: str = "") -> Response:
     """The edit form, carrying the version it shows."""
-    record = _record(session, _kind(plural), slug)
+    record = _record(request, session, _kind(plural), slug)
     response = _form(request, session, plural, slug=slug, values=_current(record),
                      version=record.version, active=record.active)
     return response
@@ -125,17 +127,18 @@ def save(request: Request, session: DbSession, principal: Principal, plural: str
          body: StaffForm) -> Response:
     """Save an edit; a stale version is a 409 with the current values and nothing written."""
     kind = _kind(plural)
-    record = _record(session, kind, slug)
+    record = _record(request, session, kind, slug)
     errors = FieldErrors()
-    values = _parse(session, kind, body.fields, errors)
+    values = _parse(request, session, kind, body.fields, errors)
     if not errors:
         try:
-            editing.update(session, actor=actor(principal), kind=kind, slug=slug,
+            editing.update(session, cache=caches.of(request).catalog, actor=actor(principal),
+                           kind=kind, slug=slug,
                            version=staff_forms.version(body.fields), values=values)
         except Conflict:
             session.rollback()
-            catalog_service.invalidate_cache()
-            current = _record(session, kind, slug)
+            caches.of(request).catalog.forget()
+            current = _record(request, session, kind, slug)
             return _form(request, session, plural, slug=slug, values=_current(current),
                          version=current.version, conflict=True, active=current.active,
                          status=409)
@@ -165,12 +168,13 @@ def _set_active(request: Request, session: DbSession, principal: Principal, plur
                 slug: str, data: dict[str, str], *, active: bool) -> Response:
     kind = _kind(plural)
     try:
-        editing.set_active(session, actor=actor(principal), kind=kind, slug=slug,
+        editing.set_active(session, cache=caches.of(request).catalog, actor=actor(principal),
+                           kind=kind, slug=slug,
                            version=staff_forms.version(data), active=active)
     except Conflict:
         session.rollback()
-        catalog_service.invalidate_cache()
-        current = _record(session, kind, slug)
+        caches.of(request).catalog.forget()
+        current = _record(request, session, kind, slug)
         return _form(request, session, plural, slug=slug, values=_current(current),
                      version=current.version, conflict=True, active=current.active,
                      status=409)

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app import caches
 from app.catalog import editing
 from app.errors import InvalidInput
 from app.estimates import inline_config
@@ -74,8 +75,8 @@ def import_model(request: Request, session: DbSession, principal: Principal,
     values = catalog_forms.parse(data, catalog_forms.MODEL, errors)
     if not errors and config is not None:
         try:
-            editing.import_model(session, actor=actor(principal), slug=slug, config=config,
-                                 values=values)
+            editing.import_model(session, cache=caches.of(request).catalog,
+                                 actor=actor(principal), slug=slug, config=config, values=values)
         except InvalidInput as exc:
             session.rollback()
             staff_forms.domain_field_error(exc, errors, fallback="config")

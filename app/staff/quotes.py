@@ -9,7 +9,9 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app import caches
 from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog
 from app.config import Settings
 from app.db.tables import QUOTE_STATUSES
 from app.errors import Conflict, InvalidInput
@@ -53,11 +55,16 @@ def quote_list(request: Request, session: DbSession, status: str = "",
                 blocks=("quote_table",), status_code=422 if errors else 200)
 
 
+def _catalog(request: Request, session: DbSession) -> Catalog:
+    """The current catalog (revision asked now: the desk prices what it shows)."""
+    return catalog_service.get_catalog(session, caches.of(request).catalog, fresh=True)
+
+
 def _detail(request: Request, session: DbSession, reference: str, *,
             errors: FieldErrors | None = None, form: dict[str, str] | None = None,
             conflict: bool = False, status: int = 200) -> Response:
     quote = desk.get_quote(session, reference=reference, vat=vat_policy(request))
-    catalog = catalog_service.get_catalog(session, fresh=True)
+    catalog = _catalog(request, session)
     return page(request, DETAIL, {
         "quote": quote, "errors": (errors or FieldErrors()).messages, "form": form or {},
         "conflict": conflict, "gpus": catalog.gpus, "systems": catalog.systems,
@@ -120,7 +127,7 @@ def add_line(request: Request, session: DbSession, principal: Principal, referen
     return _apply(request, session, reference, body.fields, errors, lambda: desk.add_line(
         session, actor=actor(principal), reference=reference,
         version=staff_forms.version(body.fields),
-        catalog=catalog_service.get_catalog(session, fresh=True), line=line), fallback="item_kind")
+        catalog=_catalog(request, session), line=line), fallback="item_kind")
 
 
 @router.post("/{reference}/lines/{line_id}")
@@ -132,7 +139,7 @@ def update_line(request: Request, session: DbSession, principal: Principal, refe
     return _apply(request, session, reference, body.fields, errors, lambda: desk.update_line(
         session, actor=actor(principal), reference=reference,
         version=staff_forms.version(body.fields), line_id=line_id,
-        catalog=catalog_service.get_catalog(session, fresh=True), line=line), fallback="quantity")
+        catalog=_catalog(request, session), line=line), fallback="quantity")
 
 
 @router.post("/{reference}/lines/{line_id}/delete")

@@ -18,10 +18,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
+from app import caches
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog, ModelRecord
 from app.errors import InvalidInput, NotFound
 from app.estimates import service as estimates_service
+from app.estimates.service import EstimateCache
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
 from app.html.templating import render
@@ -52,14 +54,16 @@ def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple
     return [(family, list(items)) for family, items in groupby(chosen, key=lambda m: m.family)]
 
 
-def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors) -> tuple[Any, int]:
-    """The result view, or None with the status the errors call for (422, or 404)."""
+def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
+         cache: EstimateCache) -> tuple[Any, int]:
+    """The result view, or None with the status the errors call for (422, or 404); the
+    sizing is remembered in ``cache`` (the app's, ``caches.of(request).estimates``)."""
     if calc.gpu and all(gpu.slug != calc.gpu for gpu in catalog.gpus):
         errors.add("gpu", N_("No such card in our catalog."))
     if errors:
         return None, 404 if "model" in errors.messages or "gpu" in errors.messages else 422
     try:
-        sizing = estimates_service.sizing(catalog, calc.estimate_request())
+        sizing = estimates_service.sizing(catalog, calc.estimate_request(), cache=cache)
     except NotFound as exc:
         field, _ = form.engine_error_field(exc.detail)
         errors.add(field, N_("No such model in our catalog."))
@@ -77,8 +81,9 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
     """Parse, size, render: the page or, for htmx, the result and the field errors."""
     if calc is None or errors is None:
         calc, errors = form.parse(data)
-    catalog = catalog_service.get_catalog(session)
-    view, computed_status = size(catalog, calc, errors)
+    cached = caches.of(request)
+    catalog = catalog_service.get_catalog(session, cached.catalog)
+    view, computed_status = size(catalog, calc, errors, cache=cached.estimates)
     return render(
         request, TEMPLATE,
         {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
@@ -119,13 +124,14 @@ def search_models(
 
     The current model stays chosen when it matches; otherwise the first match is chosen and
     the ``models-filtered`` event makes the calculator form recalculate for it."""
-    catalog = catalog_service.get_catalog(session)
+    cached = caches.of(request)
+    catalog = catalog_service.get_catalog(session, cached.catalog)
     calc = CalculatorInput()
     groups = model_groups(catalog.models, q[:100])
     slugs = [m.slug for _, models in groups for m in models]
     if slugs:
         calc.model = model if model in slugs else slugs[0]
-    view, status = size(catalog, calc, FieldErrors())
+    view, status = size(catalog, calc, FieldErrors(), cache=cached.estimates)
     return render(
         request, TEMPLATE,
         {"calc": calc, "errors": {}, "view": view, "catalog": catalog, "groups": groups,

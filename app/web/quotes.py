@@ -23,6 +23,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
+from app import caches
+from app.caches import Caches
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.config import Settings
@@ -104,18 +106,18 @@ class _Asked:
     catalog: Catalog
 
 
-def _resolve(session: Session, data: Mapping[str, str]) -> _Asked:
+def _resolve(session: Session, cached: Caches, data: Mapping[str, str]) -> _Asked:
     """The item and sizing a form carries; NotFound / InvalidInput render as error pages."""
     calc, calc_errors = calc_form.parse(data)
     item = quote_form.parse_item(data.get("item", ""))
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, cached.catalog)
     if item is None:
         raise NotFound("item: no such card or system")
     kind, slug = item
     name = catalog.gpu(slug).name if kind == "gpu" else catalog.system(slug).name
     if calc.is_custom:
         raise InvalidInput("model: a pasted config.json cannot be carried into a quote link")
-    view, status = calculator.size(catalog, calc, calc_errors)
+    view, status = calculator.size(catalog, calc, calc_errors, cache=cached.estimates)
     if view is None:
         raise NotFound("model: not in the catalog") if status == 404 else InvalidInput(
             "calculator: the sizing parameters are not valid"
@@ -141,7 +143,7 @@ def _form_page(request: Request, asked: _Asked, *, contact: Contact | None = Non
 @router.get("/quote", response_class=HTMLResponse)
 def quote_request_form(request: Request, session: DbSession) -> HTMLResponse:
     """The short form for the card or system of a result row."""
-    return _form_page(request, _resolve(session, request.query_params))
+    return _form_page(request, _resolve(session, caches.of(request), request.query_params))
 
 
 @router.post("/quote", response_class=HTMLResponse)
@@ -151,7 +153,7 @@ def submit_quote_request(
     """Store the request with its sizing; 303 (or HX-Redirect) to its permanent page."""
     if body.too_large:
         raise InvalidInput("form: too large")
-    asked = _resolve(session, body.fields)
+    asked = _resolve(session, caches.of(request), body.fields)
     contact, errors = quote_form.parse_contact(body.fields)
     if errors:
         return _form_page(request, asked, contact=contact, errors=errors, status=422)
@@ -166,8 +168,8 @@ def submit_quote_request(
         )
     record = quotes_service.create_request(
         session, catalog=asked.catalog, estimate=asked.calc.estimate_request(),
-        calculator_query=asked.calc.query(), item_kind=asked.kind, item_slug=asked.slug,
-        contact=contact, locale=request.state.lang,
+        estimates=caches.of(request).estimates, calculator_query=asked.calc.query(),
+        item_kind=asked.kind, item_slug=asked.slug, contact=contact, locale=request.state.lang,
     )
     return htmx.redirect(request, f"/q/{record.token}")
 

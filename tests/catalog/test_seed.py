@@ -188,7 +188,7 @@ def test_an_interrupted_first_seed_leaves_an_empty_catalog(
     def fail(*_args: Any, **_kwargs: Any) -> None:
         raise RuntimeError("injected failure before the revision bump")
 
-    monkeypatch.setattr(seed_module.catalog_service, "record_catalog_write", fail)
+    monkeypatch.setattr(seed_module.revision, "bump", fail)
     with pytest.raises(RuntimeError, match="injected"):
         _seed(session_factory, seed_files)
 

@@ -9,6 +9,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.accounts.audit import Actor
+from app.caches import Caches
 from app.catalog import service as catalog_service
 from app.db.base import utcnow
 from app.db.tables import AuditLog, QuoteRequest
@@ -25,8 +26,10 @@ REQUEST = EstimateRequest(job=Job(), model_slug="llama-3.1-8b")
 
 def _create(session: Session, company: str) -> str:
     """A storefront request through the real service; its reference."""
+    caches = Caches()
     record = quotes_service.create_request(
-        session, catalog=catalog_service.get_catalog(session), estimate=REQUEST,
+        session, catalog=catalog_service.get_catalog(session, caches.catalog), estimate=REQUEST,
+        estimates=caches.estimates,
         calculator_query={"model": "llama-3.1-8b"}, item_kind="gpu", item_slug="rtx-pro-4500",
         contact=Contact(name="Ada", company=company, email="ada@example.com", country="DE",
                         vat_id=None, message=None, quantity=1),

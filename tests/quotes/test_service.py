@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.caches import Caches
 from app.catalog import service as catalog_service
 from app.db.session import SessionFactory
 from app.db.tables import QuoteRequest
@@ -24,8 +25,10 @@ REQUEST = EstimateRequest(job=Job(), model_slug="llama-3.1-8b")
 
 def _create(session: Session, contact: Contact = CONTACT, kind: str = "gpu",
             slug: str = "rtx-pro-4500") -> str:
+    caches = Caches()
     record = quotes_service.create_request(
-        session, catalog=catalog_service.get_catalog(session), estimate=REQUEST,
+        session, catalog=catalog_service.get_catalog(session, caches.catalog), estimate=REQUEST,
+        estimates=caches.estimates,
         calculator_query={"model": "llama-3.1-8b"}, item_kind=kind,  # type: ignore[arg-type]
         item_slug=slug, contact=contact, locale="en",
     )

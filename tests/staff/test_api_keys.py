@@ -13,6 +13,7 @@ from sqlalchemy import select
 from app.accounts import api_keys
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog
+from tests.conftest import caches_of
 from tests.security.catalogue import BAD_PARTNER_NAMES, BadPartnerName
 from tests.staff.conftest import ADMIN, SALES
 
@@ -23,6 +24,7 @@ def test_issue_shows_the_key_once_list_and_revoke(
     staff_client: StaffClient, users: SessionFactory
 ) -> None:
     client, token = staff_client(ADMIN)
+    checked = caches_of(client).key_checks  # the app's: its routes drop them
     response = client.post("/staff/api-keys", data={
         "csrf_token": token, "partner_id": "new", "new_partner_name": "ACME Compute GmbH",
         "label": "prod"})
@@ -34,11 +36,11 @@ def test_issue_shows_the_key_once_list_and_revoke(
     listing = client.get("/staff/api-keys").text
     assert plaintext not in listing and plaintext[:12] in listing and "ACME Compute GmbH" in listing
     with users() as session:
-        assert api_keys.authenticate(session, plaintext=plaintext) is not None
+        assert api_keys.authenticate(session, plaintext=plaintext, checked=checked) is not None
     assert client.post(f"/staff/api-keys/{plaintext[:12]}/revoke",
                        data={"csrf_token": token}).status_code == 303
     with users() as session:
-        assert api_keys.authenticate(session, plaintext=plaintext) is None
+        assert api_keys.authenticate(session, plaintext=plaintext, checked=checked) is None
         actions = session.scalars(select(AuditLog.action).where(AuditLog.entity == "api_key")
                                   ).all()
         assert actions == ["issue", "revoke"]
@@ -75,6 +77,7 @@ def test_suspending_a_partner_refuses_all_its_keys_until_reinstated(
     staff_client: StaffClient, users: SessionFactory
 ) -> None:
     client, token = staff_client(ADMIN)
+    checked = caches_of(client).key_checks  # the app's: its routes drop them
     with users.begin() as session:
         acme = api_keys.create_partner(session, name="ACME Compute GmbH").id
         _, first = api_keys.issue_key(session, partner_id=acme)
@@ -87,9 +90,9 @@ def test_suspending_a_partner_refuses_all_its_keys_until_reinstated(
     assert client.post(f"/staff/api-keys/partners/{acme}/suspend",
                        data={"csrf_token": token}).status_code == 303
     with users() as session:
-        assert api_keys.authenticate(session, plaintext=first) is None
-        assert api_keys.authenticate(session, plaintext=second) is None
-        assert api_keys.authenticate(session, plaintext=other) is not None
+        assert api_keys.authenticate(session, plaintext=first, checked=checked) is None
+        assert api_keys.authenticate(session, plaintext=second, checked=checked) is None
+        assert api_keys.authenticate(session, plaintext=other, checked=checked) is not None
     assert "suspended" in client.get("/staff/api-keys").text
     refused = client.get("/api/v1/gpus", headers={"Authorization": f"Bearer {first}"})
     assert refused.status_code == 401 and "suspended" in refused.json()["detail"]
@@ -102,7 +105,7 @@ def test_suspending_a_partner_refuses_all_its_keys_until_reinstated(
     assert client.post(f"/staff/api-keys/partners/{acme}/reinstate",
                        data={"csrf_token": token}).status_code == 303
     with users() as session:
-        assert api_keys.authenticate(session, plaintext=first) is not None
+        assert api_keys.authenticate(session, plaintext=first, checked=checked) is not None
         actions = session.scalars(select(AuditLog.action).where(AuditLog.entity == "partner")
                                   .order_by(AuditLog.id)).all()
         assert actions == ["suspend", "reinstate"]

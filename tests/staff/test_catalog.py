@@ -10,7 +10,6 @@ from decimal import Decimal
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.catalog import service as catalog_service
 from app.config import SEED_DIR
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog, CatalogRevision, GpuSku, ModelCard, System
@@ -64,8 +63,7 @@ def test_edit_price_writes_audit_and_bumps_the_revision(
         assert entry.after is not None and entry.after["price_eur_net"] == "8499.00"
         assert session.scalars(select(CatalogRevision.revision)).one() == revision + 1
     assert _count(users, AuditLog) == before + 1
-    # the storefront sees the new price at once
-    catalog_service.invalidate_cache()
+    # the storefront sees the new price at once: the save dropped the app's catalog snapshot
     assert "€8,499.00" in client.get("/?model=llama-3.1-8b").text
 
 

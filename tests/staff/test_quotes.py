@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
 from app.accounts import api_keys
+from app.catalog import revision
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog, QuoteLine, QuoteRequest
 from app.quotes import desk, validity
@@ -26,12 +27,10 @@ def _reference(factory: SessionFactory) -> str:
 
 
 def _price(factory: SessionFactory, slug: str, price: str) -> None:
-    with factory.begin() as session:
+    with factory.begin() as session:  # as a catalog writer in another process would
         session.execute(text("UPDATE gpu_sku SET price_eur_net = :p WHERE slug = :s"),
                         {"p": price, "s": slug})
-    from app.catalog import service
-
-    service.invalidate_cache()
+        revision.bump(session)
 
 
 def _lines(factory: SessionFactory) -> list[tuple[str, int, Decimal, Decimal]]:

@@ -14,6 +14,7 @@ from fastapi.openapi.utils import get_openapi
 from app.api.v1 import catalog, docs, estimates, problems, quote_requests
 from app.api.v1.limits import BodyLimitMiddleware
 from app.api.v1.ratelimit import RateLimiter, RateLimitHeaders, limiter_for
+from app.caches import Caches
 from app.config import Settings
 from app.db.session import SessionFactory
 from app.shared_store import SharedStore
@@ -28,10 +29,11 @@ DESCRIPTION = (
 )
 
 
-def create_api(settings: Settings, session_factory: SessionFactory, *,
+def create_api(settings: Settings, session_factory: SessionFactory, *, caches: Caches,
                rate_limiter: RateLimiter | None = None,
                store: SharedStore | None = None) -> FastAPI:
-    """The v1 app. Its rate limiter counts in ``store`` (Redis) when there is one."""
+    """The v1 app, holding the outer app's ``caches``. Its rate limiter counts in ``store``
+    (Redis) when there is one."""
     api = FastAPI(
         title="GPU Sizer partner API", version="1", description=DESCRIPTION,
         openapi_url="/openapi.json", docs_url=None, redoc_url=None,
@@ -39,6 +41,7 @@ def create_api(settings: Settings, session_factory: SessionFactory, *,
     )
     api.state.settings = settings
     api.state.session_factory = session_factory
+    api.state.caches = caches
     api.state.rate_limiter = rate_limiter or limiter_for(store)
     api.include_router(catalog.router)
     api.include_router(estimates.router)

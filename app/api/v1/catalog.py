@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from app import caches
 from app.api.v1 import schemas
 from app.api.v1.deps import require_partner
 from app.api.v1.mappers import gpu_out, model_out, system_out
@@ -57,21 +58,21 @@ def cached(request: Request, revision: int, body: BaseModel) -> Response:
 @router.get("/gpus", response_model=schemas.GpuList, summary="List cards")
 def list_gpus(request: Request, session: DbSession) -> Response:
     """Every card the shop sells, with price and stock."""
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     return cached(request, catalog.revision,
                   schemas.GpuList(items=[gpu_out(gpu) for gpu in catalog.gpus]))
 
 
 @router.get("/gpus/{slug}", response_model=schemas.Gpu, responses=NOT_FOUND, summary="One card")
 def get_gpu(request: Request, session: DbSession, slug: str) -> Response:
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     return cached(request, catalog.revision, gpu_out(catalog.gpu(slug)))
 
 
 @router.get("/systems", response_model=schemas.SystemList, summary="List systems")
 def list_systems(request: Request, session: DbSession) -> Response:
     """Every configured workstation, server and appliance."""
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     return cached(request, catalog.revision,
                   schemas.SystemList(items=[system_out(s) for s in catalog.systems]))
 
@@ -79,7 +80,7 @@ def list_systems(request: Request, session: DbSession) -> Response:
 @router.get("/systems/{slug}", response_model=schemas.System, responses=NOT_FOUND,
             summary="One system")
 def get_system(request: Request, session: DbSession, slug: str) -> Response:
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     return cached(request, catalog.revision, system_out(catalog.system(slug)))
 
 
@@ -129,7 +130,7 @@ def list_models(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
 ) -> Response:
     """Catalog models by slug, cursor-paginated."""
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     page, next_cursor = page_of(catalog.models, q=q, family=family, cursor=cursor, limit=limit)
     body = schemas.ModelPage(items=[model_out(m) for m in page], next_cursor=next_cursor)
     return cached(request, catalog.revision, body)
@@ -138,7 +139,7 @@ def list_models(
 @router.get("/models/{slug}", response_model=schemas.ModelDetail, responses=NOT_FOUND,
             summary="One model, with its config.json")
 def get_model(request: Request, session: DbSession, slug: str) -> Response:
-    catalog = catalog_service.get_catalog(session)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     model = catalog.model(slug)
     summary: dict[str, Any] = model_out(model).model_dump()
     return cached(request, catalog.revision,

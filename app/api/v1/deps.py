@@ -14,6 +14,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app import caches
 from app.accounts import api_keys
 from app.accounts.api_keys import ApiPrincipal
 from app.api.v1.problems import ApiProblem
@@ -38,7 +39,8 @@ def require_partner(
     if credentials is None:
         raise ApiProblem(401, "Send your API key as 'Authorization: Bearer <key>'.",
                          headers=CHALLENGE)
-    principal = api_keys.authenticate(session, plaintext=credentials.credentials)
+    principal = api_keys.authenticate(session, plaintext=credentials.credentials,
+                                      checked=caches.of(request).key_checks)
     if principal is None:
         raise ApiProblem(401, "The API key is unknown or revoked, or its partner is suspended.",
                          headers=INVALID)

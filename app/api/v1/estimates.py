@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from app import caches
 from app.api.v1 import schemas
 from app.api.v1.deps import require_partner
 from app.api.v1.json_body import BoundedJsonRoute
@@ -94,13 +95,16 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
 
 
 @router.post("/estimates", response_model=schemas.Estimate, summary="Estimate a job")
-def create_estimate(session: DbSession, body: schemas.EstimateInput) -> Response:
+def create_estimate(request: Request, session: DbSession,
+                    body: schemas.EstimateInput) -> Response:
     """Memory per GPU for the job, and how it fits each card: the engine's document."""
-    catalog = catalog_service.get_catalog(session)
+    cached = caches.of(request)
+    catalog = catalog_service.get_catalog(session, cached.catalog)
     # Sent as the service serialised it (and keeps it for the next identical request); the
     # schema tests and schemathesis hold it to the response model.
-    return Response(estimates_service.estimate_json(catalog, to_request(body)),
-                    media_type="application/json")
+    return Response(
+        estimates_service.estimate_json(catalog, to_request(body), cache=cached.estimates),
+        media_type="application/json")
 
 
 @router.post("/recommendations", response_model=schemas.Recommendations,
@@ -109,8 +113,10 @@ def recommend(request: Request, session: DbSession,
               body: schemas.EstimateInput) -> schemas.Recommendations:
     """Every card and system that holds the job, best first: fewest cards, then price (price
     on request last), then the most free memory per card."""
-    catalog = catalog_service.get_catalog(session)
-    found = recommendations_service.recommend(catalog, to_request(body, with_levers=False))
+    cached = caches.of(request)
+    catalog = catalog_service.get_catalog(session, cached.catalog)
+    found = recommendations_service.recommend(catalog, to_request(body, with_levers=False),
+                                              cache=cached.estimates)
     query = storefront_query(body)
     # From SIZER_PUBLIC_BASE_URL, never from the request's Host header (issue 13, point 9).
     settings: Settings = request.app.state.settings

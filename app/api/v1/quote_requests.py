@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
+from app import caches
 from app.api.v1 import schemas
 from app.api.v1.catalog import decode_cursor, encode_cursor
 from app.api.v1.deps import Partner, require_partner
@@ -46,14 +47,17 @@ router = APIRouter(tags=["quote requests"], dependencies=[Depends(require_partne
 
 @router.post("/quote-requests", response_model=schemas.QuoteRequestOut, status_code=201,
              responses=INVALID, summary="Request a quote for a customer")
-def create_quote_request(session: DbSession, partner: Partner, response: Response,
+def create_quote_request(request: Request, session: DbSession, partner: Partner,
+                         response: Response,
                          body: schemas.QuoteRequestIn) -> schemas.QuoteRequestOut:
     """Store a quote request with the job's sizing; the shop's staff price it."""
     c = body.contact
+    cached = caches.of(request)
     try:
         view = partner_quotes.create_request(
             session, partner_id=partner.partner_id, partner_reference=body.partner_reference,
-            catalog=catalog_service.get_catalog(session), estimate=to_request(body.estimate),
+            catalog=catalog_service.get_catalog(session, cached.catalog),
+            estimate=to_request(body.estimate), estimates=cached.estimates,
             calculator_query=storefront_query(body.estimate) or {"source": "api"},
             item_kind=body.item_kind, item_slug=body.item_slug, locale=body.locale,
             contact=Contact(name=c.name, company=c.company, email=c.email, country=c.country,

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.accounts import api_keys
+from app.caches import Caches
 from app.catalog.seed import seed_database
 from app.config import load_settings
 from app.db.session import SessionFactory
@@ -55,12 +56,13 @@ def issue_key(seeded: SessionFactory) -> Callable[..., str]:
 
 @pytest.fixture
 def api(database_url: str, seeded: SessionFactory) -> Iterator[Callable[..., TestClient]]:
-    """``api(**settings)``: a client of the whole app on the seeded database."""
+    """``api(caches=None, **settings)``: a client of the whole app on the seeded database
+    (with these caches, e.g. with a clock the test steps)."""
     clients: list[TestClient] = []
 
-    def make(**overrides: object) -> TestClient:
-        client = TestClient(create_app(load_settings(database_url=database_url, **overrides)),
-                            follow_redirects=False)
+    def make(caches: Caches | None = None, **overrides: object) -> TestClient:
+        settings = load_settings(database_url=database_url, **overrides)
+        client = TestClient(create_app(settings, caches=caches), follow_redirects=False)
         client.__enter__()
         clients.append(client)
         return client

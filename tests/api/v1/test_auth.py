@@ -10,11 +10,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.accounts import api_keys
+from app.caches import Caches
 from app.cli import main as sizer
 from app.db.base import utcnow
 from app.db.session import SessionFactory
 from app.db.tables import ApiKey, Partner
 from tests.api.v1.conftest import assert_problem
+from tests.conftest import caches_of
 
 
 def test_a_valid_key_reads_the_catalog(client: TestClient, auth: dict[str, str]) -> None:
@@ -52,8 +54,9 @@ def test_a_revoked_key_is_401_at_once(
     client: TestClient, key: str, auth: dict[str, str], seeded: SessionFactory
 ) -> None:
     assert client.get("/api/v1/gpus", headers=auth).status_code == 200
+    checked = caches_of(client).key_checks  # revoked in the app's process
     with seeded.begin() as session:
-        api_keys.revoke_key(session, prefix=key[: api_keys.PREFIX_LENGTH])
+        api_keys.revoke_key(session, prefix=key[: api_keys.PREFIX_LENGTH], checked=checked)
     assert_problem(client.get("/api/v1/gpus", headers=auth), 401)
 
 
@@ -81,11 +84,10 @@ def test_use_is_recorded_and_only_the_hash_is_stored(
 
 
 def test_use_is_written_at_most_once_a_minute(
-    client: TestClient, auth: dict[str, str], seeded: SessionFactory,
-    monkeypatch: pytest.MonkeyPatch,
+    api: Callable[..., TestClient], auth: dict[str, str], seeded: SessionFactory
 ) -> None:
     now = [1000.0]
-    monkeypatch.setattr(api_keys, "_clock", lambda: now[0])
+    client = api(caches=Caches(key_checks=api_keys.KeyCheckCache(clock=lambda: now[0])))
     client.get("/api/v1/gpus", headers=auth)
     with seeded() as session:
         first = session.scalars(select(ApiKey)).one().last_used_at
@@ -103,11 +105,10 @@ def test_use_is_written_at_most_once_a_minute(
 
 
 def test_a_key_revoked_by_another_process_stops_within_the_cache_interval(
-    client: TestClient, key: str, auth: dict[str, str], seeded: SessionFactory,
-    monkeypatch: pytest.MonkeyPatch,
+    api: Callable[..., TestClient], key: str, auth: dict[str, str], seeded: SessionFactory
 ) -> None:
     now = [1000.0]
-    monkeypatch.setattr(api_keys, "_clock", lambda: now[0])
+    client = api(caches=Caches(key_checks=api_keys.KeyCheckCache(clock=lambda: now[0])))
     assert client.get("/api/v1/gpus", headers=auth).status_code == 200
     with seeded.begin() as session:  # `sizer apikey revoke` elsewhere: our cache is untouched
         session.scalars(select(ApiKey)).one().revoked_at = utcnow()
@@ -126,10 +127,11 @@ def test_issue_list_revoke_as_services(seeded: SessionFactory) -> None:
         assert first.partner_slug == "acme-compute-gmbh"
     with seeded.begin() as session:
         assert [k.prefix for k in api_keys.list_keys(session)] == [first.prefix, second.prefix]
-        revoked = api_keys.revoke_key(session, prefix=first.prefix)
+        checked = api_keys.KeyCheckCache()
+        revoked = api_keys.revoke_key(session, prefix=first.prefix, checked=checked)
         assert revoked.revoked_at is not None and not revoked.active
-        assert api_keys.authenticate(session, plaintext=plain1) is None
-        principal = api_keys.authenticate(session, plaintext=plain2)
+        assert api_keys.authenticate(session, plaintext=plain1, checked=checked) is None
+        principal = api_keys.authenticate(session, plaintext=plain2, checked=checked)
         assert principal is not None and principal.partner_slug == "acme-compute-gmbh"
         assert len(session.scalars(select(Partner)).all()) == 1
 
@@ -144,7 +146,8 @@ def test_sizer_apikey_create_list_revoke(
     out = capsys.readouterr()
     key = next(line.split()[-1] for line in out.out.splitlines() if line.startswith("key:"))
     assert "shown only once" in out.err
-    client = api()
+    now = [1000.0]
+    client = api(caches=Caches(key_checks=api_keys.KeyCheckCache(clock=lambda: now[0])))
     response = client.get("/api/v1/gpus", headers={"Authorization": f"Bearer {key}"})
     assert response.status_code == 200
     assert response.headers["RateLimit-Limit"] == "5"
@@ -155,6 +158,8 @@ def test_sizer_apikey_create_list_revoke(
 
     assert sizer(["apikey", "revoke", key[:12]]) == 0
     assert "revoked" in capsys.readouterr().out
+    # The command runs in a process of its own: the server's checked key lapses in a second.
+    now[0] += api_keys.PRINCIPAL_CACHE_S
     assert client.get("/api/v1/gpus", headers={"Authorization": f"Bearer {key}"}).status_code \
         == 401
     assert sizer(["apikey", "revoke", "gsz_nothere"]) == 2

@@ -13,6 +13,7 @@ from app.catalog.seed import load_seed_catalog
 from app.db.session import SessionFactory
 from app.db.tables import GpuSku
 from tests.api.v1.conftest import assert_problem
+from tests.conftest import caches_of
 
 SEED = load_seed_catalog()
 
@@ -31,7 +32,7 @@ def test_one_card_with_price_as_a_decimal_string(
     with seeded.begin() as session:
         row = session.scalars(select(GpuSku).where(GpuSku.slug == "rtx-pro-6000")).one()
         row.price_eur_net = Decimal("8990.5")
-        catalog_service.record_catalog_write(session)
+        catalog_service.record_catalog_write(session, caches_of(client).catalog)
     gpu = client.get("/api/v1/gpus/rtx-pro-6000", headers=auth).json()
     assert gpu["price_eur_net"] == "8990.50"
     assert gpu["stock_status"] in ("in_stock", "on_order", "on_request")
@@ -117,6 +118,6 @@ def test_a_catalog_write_changes_the_etag(
     with seeded.begin() as session:
         row = session.scalars(select(GpuSku).where(GpuSku.slug == "h200-nvl")).one()
         row.stock_status = "in_stock"
-        catalog_service.record_catalog_write(session)
+        catalog_service.record_catalog_write(session, caches_of(client).catalog)
     changed = client.get("/api/v1/gpus", headers={**auth, "If-None-Match": etag})
     assert changed.status_code == 200 and changed.headers["ETag"] != etag

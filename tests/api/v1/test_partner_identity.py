@@ -76,7 +76,8 @@ def test_a_key_is_issued_for_the_partner_by_id_only(session: Session) -> None:
     for unknown in (0, -1, 10**12, muller.id + 1000):
         with pytest.raises(NotFound, match=r"^partner_id: "):
             api_keys.issue_key(session, partner_id=unknown)
-    api_keys.set_partner_active(session, partner_id=muller.id, active=False)
+    api_keys.set_partner_active(session, partner_id=muller.id, active=False,
+                                checked=api_keys.KeyCheckCache())
     with pytest.raises(InvalidInput, match=r"^partner_id: the partner is suspended"):
         api_keys.issue_key(session, partner_id=muller.id)
     assert session.scalar(select(func.count()).select_from(ApiKey)) == 1

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.caches import Caches
 from app.catalog import service as catalog_service
 from app.cli import main as sizer
 from app.db.session import SessionFactory
@@ -40,7 +41,7 @@ def _ids(case: tuple[str, str, dict[str, Any]]) -> str:
 def test_page_cli_and_api_agree(
     case: tuple[str, str, dict[str, Any]], client: TestClient, auth: dict[str, str],
     seeded: SessionFactory, database_url: str, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], caches: Caches,
 ) -> None:
     model, method, options = case
     batch, seq = options["batch"], options["seq"]
@@ -54,7 +55,8 @@ def test_page_cli_and_api_agree(
              **({"ckpt": "1"} if ckpt else {})}
     calc, errors = form.parse(query)
     with seeded() as session:
-        view, status = calculator.size(catalog_service.get_catalog(session), calc, errors)
+        catalog = catalog_service.get_catalog(session, caches.catalog)
+        view, status = calculator.size(catalog, calc, errors, cache=caches.estimates)
     assert status == 200 and view is not None
     page = json.loads(json.dumps(view.result.to_dict()))
     assert client.get("/", params=query).status_code == 200
