@@ -19,7 +19,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -410,12 +409,6 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigurationError(setting, str(exc)) from exc
 
 
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide settings, read once (call ``get_settings.cache_clear()`` in tests)."""
-    return load_settings()
-
-
 def report_configuration_error(error: ConfigurationError) -> None:
     """Print the one line every entry point uses for a bad setting."""
     print(f"configuration error: {error}", file=sys.stderr)
@@ -432,9 +425,11 @@ def exit_on_configuration_error() -> Iterator[None]:
 
 
 def load_settings_or_exit() -> Settings:
-    """Validated settings, or one ``configuration error: SIZER_X: ...`` line and exit 2."""
+    """Validated settings, or one ``configuration error: SIZER_X: ...`` line and exit 2. Read
+    from the environment at each call, never kept: an entry point reads them once and hands
+    them on (``create_app(settings)``), so no process-wide copy needs clearing."""
     try:
-        return get_settings()
+        return load_settings()
     except ConfigurationError as error:
         report_configuration_error(error)
         raise SystemExit(2) from None

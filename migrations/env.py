@@ -11,7 +11,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from app.config import get_settings
+from app.config import load_settings
 from app.db import tables  # noqa: F401  (registers every table on the metadata)
 from app.db.base import Base
 from app.db.session import make_engine
@@ -27,7 +27,7 @@ def _database_url() -> str:
     configured = config.get_main_option("sqlalchemy.url")
     if configured:
         return configured
-    return get_settings().database_url
+    return load_settings().database_url
 
 
 def _configure(connection: Connection) -> None:

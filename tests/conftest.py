@@ -36,7 +36,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from app.caches import Caches
-from app.config import get_settings
 from app.db import migrate
 from app.db.session import SessionFactory, make_engine, make_session_factory
 from app.db.tables import GpuSku, ModelCard, System
@@ -136,15 +135,12 @@ def redis_target() -> Iterator[RedisTarget]:
 
 @pytest.fixture(autouse=True)
 def _isolated_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No SIZER_* from the developer's shell, no settings cached across tests. (The catalog,
-    estimate and key-check caches need no reset: each app and each test holds its own
-    ``app.caches.Caches``.)"""
+    """No SIZER_* from the developer's shell. (Nothing cached needs a reset: settings are read
+    where they are needed, and each app and each test holds its own ``app.caches.Caches``.)"""
     for name in list(os.environ):
         if name.startswith("SIZER_") and name not in (POSTGRES_ENV, REDIS_ENV):
             monkeypatch.delenv(name)
-    get_settings.cache_clear()
     yield
-    get_settings.cache_clear()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from sqlalchemy import func, select, text
 
 from app.catalog.seed import seed_database
 from app.cli import main as sizer
-from app.config import get_settings
 from app.db import migrate
 from app.db.session import make_engine, make_session_factory
 from app.db.tables import Partner, QuoteLine, QuoteRequest
@@ -72,7 +71,6 @@ def filled_database_url(empty_database_url: str) -> str:
 
 def _run(monkeypatch: pytest.MonkeyPatch, url: str, *args: str) -> int:
     monkeypatch.setenv("SIZER_DATABASE_URL", url)
-    get_settings.cache_clear()
     return sizer(["db", *args])
 
 

@@ -22,7 +22,6 @@ from app.config import (
     ConfigurationError,
     Settings,
     exit_on_configuration_error,
-    get_settings,
     load_settings_or_exit,
 )
 from app.ops import logs
@@ -70,7 +69,6 @@ def check_public_base_url(settings: Settings, host: str, port: int) -> None:
             f"before serving on {host}: links in the API and on the pages are built from it",
         )
     os.environ[PUBLIC_BASE_URL_ENV] = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-    get_settings.cache_clear()  # a single worker builds its app in this process
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import pytest
 
 from app.cli import main
-from app.config import get_settings
 
 
 @dataclass(frozen=True)
@@ -23,9 +22,9 @@ class Run:
 
 
 def sizer(*argv: str) -> Run:
-    """Run ``sizer ARGV`` in this process. Settings are read afresh, as a new process would.
+    """Run ``sizer ARGV`` in this process. Settings are read afresh (nothing keeps them), as a
+    new process would.
     An exception escaping ``main`` is what a user would see as a traceback: the test fails."""
-    get_settings.cache_clear()
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.cli import main as sizer
-from app.config import get_settings
+from app.config import load_settings
 
 # The fixture itself (pytest finds it by name here); tests name it again as a parameter.
 from tests.cli.test_serve import started  # noqa: F401
@@ -44,7 +44,7 @@ def test_with_the_public_base_url_it_serves_anywhere_and_links_there(
     monkeypatch.setenv("SIZER_PUBLIC_BASE_URL", "https://Sizer.Shop.example/")
     assert sizer(["serve", "--host", "0.0.0.0", "--port", "9000"]) == 0
     assert started[0]["host"] == "0.0.0.0"
-    assert get_settings().public_origin == "https://sizer.shop.example"
+    assert load_settings().public_origin == "https://sizer.shop.example"
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_on_loopback_links_lead_to_the_server_itself(
 ) -> None:
     assert sizer(["serve", "--host", host, "--port", "9000"]) == 0
     assert os.environ["SIZER_PUBLIC_BASE_URL"] == origin  # what spawned workers read
-    assert get_settings().public_origin == origin  # and a single worker, in this process
+    assert load_settings().public_origin == origin  # and a single worker, in this process
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,231 @@
+"""Two properties of app/ that review alone kept losing (issue 14, point 2):
+
+* **No import cycles.** ``app.catalog.seed`` and ``app.catalog.service`` imported each other;
+  a cycle makes import order matter and hides which module owns what. Every import counts,
+  including those inside functions and under ``TYPE_CHECKING``: a cycle there is the same
+  coupling, only deferred.
+* **No process-wide cache in a module global.** The catalog snapshot, the estimate answers and
+  the checked API keys used to be module dicts that every test reset by hand and two apps in
+  one process shared; they now live on ``app.caches.Caches``, held by ``create_app`` or a CLI
+  command (docs/architecture.md, "Where caches live"). This test reads every module of app/
+  and fails on the three shapes such a cache takes: a module-level container that functions
+  write to, a module-level cache object, and ``functools.cache``/``lru_cache`` anywhere but
+  on the few functions listed below, whose answer is fixed for the life of the process.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+import grimp
+
+from app.config import ROOT
+
+APP = ROOT / "app"
+
+CONTAINER_CALLS = frozenset({
+    "dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter",
+    "WeakValueDictionary", "WeakKeyDictionary", "WeakSet",
+})
+"""Calls that build a mutable container (``_cache: dict[...] = {}`` is the literal form)."""
+MUTATORS = frozenset({
+    "append", "appendleft", "add", "update", "setdefault", "pop", "popitem", "popleft",
+    "clear", "extend", "insert", "remove", "discard", "move_to_end",
+})
+"""Methods that change a container in place."""
+CACHE_DECORATORS = frozenset({"cache", "lru_cache", "cached_property"})
+
+CONSTANT_FOR_THE_PROCESS: dict[tuple[str, str], str] = {
+    ("app/accounts/passwords.py", "_hasher"): "argon2's hasher with today's fixed parameters",
+    ("app/accounts/passwords.py", "dummy_hash"):
+        "a hash of a fixed text, made once (timing equality for unknown e-mails)",
+    ("app/db/migrate.py", "head_revision"): "the migration files shipped with this release",
+    ("app/html/i18n.py", "translations"): "the compiled .mo files shipped with this release",
+    ("app/html/i18n.py", "_locale"): "Babel's locale data for a language code",
+    ("app/html/templating.py", "environment"):
+        "the Jinja environment over the shipped templates (auto_reload off)",
+}
+"""Memoised functions allowed in app/: each answer depends only on files or constants that
+ship with the release, never on the database, the settings or the environment."""
+
+READS_STATE = frozenset({
+    "Session", "session", "get_bind", "engine", "Settings", "settings", "load_settings",
+    "load_settings_or_exit", "environ", "getenv",
+})
+"""Names whose use inside a memoised function means it keeps state that can change."""
+
+
+def _modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(APP.rglob("*.py")):
+        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _called(node: ast.expr) -> str | None:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return None
+
+
+def _module_level_bindings(module: ast.Module) -> Iterator[tuple[str, ast.expr]]:
+    for node in module.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.value
+        elif (isinstance(node, ast.AnnAssign) and node.value is not None
+              and isinstance(node.target, ast.Name)):
+            yield node.target.id, node.value
+
+
+def _is_container(value: ast.expr) -> bool:
+    literal = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+    return isinstance(value, literal) or (
+        isinstance(value, ast.Call) and _called(value) in CONTAINER_CALLS)
+
+
+def _writes(function: ast.AST, names: set[str]) -> Iterator[str]:
+    """How ``function`` changes one of the module's containers ``names``, if it does."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Global):
+            yield f"rebinds the module global(s) {', '.join(node.names)}"
+        targets: list[ast.expr] = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                    and target.value.id in names):
+                yield f"writes {target.value.id}[...]"
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in names
+                and node.func.attr in MUTATORS):
+            yield f"calls {node.func.value.id}.{node.func.attr}()"
+
+
+def module_state_problems(path: str, module: ast.Module) -> list[str]:
+    """Every place in one module that keeps process-wide state the test forbids."""
+    problems: list[str] = []
+    containers = {name for name, value in _module_level_bindings(module) if _is_container(value)}
+    for name, value in _module_level_bindings(module):
+        made = _called(value) if isinstance(value, ast.Call) else None
+        if made is not None and (made.endswith("Cache") or made == "Caches"):
+            problems.append(f"{path}: {name} = {made}(...) is a cache in a module global")
+    for node in ast.walk(module):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for how in _writes(node, containers):
+            problems.append(f"{path}: {node.name}() {how}")
+        if any(_called(d) in CACHE_DECORATORS for d in node.decorator_list):
+            reason = CONSTANT_FOR_THE_PROCESS.get((path, node.name))
+            used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+                n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+            if reason is None:
+                problems.append(f"{path}: {node.name}() is memoised for the whole process; "
+                                "keep the cache on app.caches.Caches, or list the function "
+                                "in CONSTANT_FOR_THE_PROCESS with why its answer never changes")
+            elif used & READS_STATE:
+                problems.append(f"{path}: {node.name}() is memoised but reads "
+                                f"{sorted(used & READS_STATE)}")
+    return problems
+
+
+def test_app_keeps_no_cache_in_a_module_global() -> None:
+    problems = [p for path, module in _modules() for p in module_state_problems(path, module)]
+    assert problems == []
+
+
+def test_the_check_sees_each_shape_of_module_cache() -> None:
+    """The three caches this issue moved, as they were written, are each caught."""
+    before = ast.parse(
+        "import functools\n"
+        "from collections import OrderedDict\n"
+        "_cache: dict[str, int] = {}\n"
+        "_results = OrderedDict()\n"
+        "_principals = {}\n"
+        "_shared = CatalogCache()\n"
+        "def get(key):\n"
+        "    _cache[key] = 1\n"
+        "def remember(key):\n"
+        "    _results.move_to_end(key)\n"
+        "def forget():\n"
+        "    _principals.clear()\n"
+        "@functools.lru_cache(maxsize=1)\n"
+        "def get_settings():\n"
+        "    return load_settings()\n"
+    )
+    problems = module_state_problems("app/example.py", before)
+    assert len(problems) == 5, problems
+
+
+def _import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    work: list[tuple[str, Iterator[str]]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        work.append((module, iter(sorted(graph.find_modules_directly_imported_by(module)))))
+
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        visit(root)
+        while work:
+            module, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    visit(child)
+                elif child in on_stack:
+                    low[module] = min(low[module], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[module])
+            if low[module] == index[module]:
+                group: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == module:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_app_has_no_import_cycles() -> None:
+    graph = grimp.build_graph("app", exclude_type_checking_imports=False)
+    cycles = _import_cycles(graph)
+    chains = [graph.find_shortest_chain(importer=group[0], imported=group[1]) for group in cycles]
+    assert cycles == [], f"import cycles: {cycles}; e.g. {chains}"
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    graph = grimp.ImportGraph()
+    for module in ("app", "app.seed", "app.service", "app.schemas"):
+        graph.add_module(module)
+    graph.add_import(importer="app.seed", imported="app.service")
+    graph.add_import(importer="app.service", imported="app.seed")
+    graph.add_import(importer="app.service", imported="app.schemas")
+    assert _import_cycles(graph) == [["app.seed", "app.service"]]
+
+
+def test_the_allowed_memoised_functions_exist() -> None:
+    """A stale entry would let a new function of the same name in through the back door."""
+    found = {(path, node.name) for path, module in _modules() for node in ast.walk(module)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assert set(CONSTANT_FOR_THE_PROCESS) <= found
