@@ -20,7 +20,8 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.accounts import passwords
-from app.db.tables import STAFF_ROLES, StaffSession, StaffUser
+from app.accounts.roles import STAFF_ROLES
+from app.db.tables import StaffSession, StaffUser
 from app.errors import Conflict, InvalidInput
 
 SESSION_TOKEN_BYTES = 32

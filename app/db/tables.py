@@ -5,6 +5,10 @@ second (GB/s), as NVIDIA's datasheets print memory and NVLink bandwidth.
 Relationships are ``lazy="raise"`` so that no template or service can trigger a
 hidden query: whoever needs related rows loads them explicitly in the repository.
 
+The vocabularies the CHECK constraints hold columns to (quote statuses, item and line kinds,
+staff roles) belong to their domains (``app.quotes.schemas``, ``app.accounts.roles``, modules
+that import nothing of the database); the tables import them from there.
+
 Staff-owned columns (``price_eur_net``, ``stock_status``, ``active``,
 ``product_url``) are only written by the seed on insert; everything else is a
 fact the seed files own and refresh.
@@ -34,8 +38,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column, relationship
 
+from app.accounts.roles import STAFF_ROLES
 from app.db.base import Base, utcnow
 from app.db.types import UtcDateTime
+from app.quotes.schemas import ITEM_KINDS, LINE_KINDS, QUOTE_STATUSES
 
 STOCK_STATUSES: tuple[str, ...] = ("in_stock", "on_order", "on_request")
 SYSTEM_KINDS: tuple[str, ...] = ("workstation", "server", "appliance")
@@ -170,11 +176,6 @@ class CatalogRevision(Base):
     )
 
 
-QUOTE_ITEM_KINDS: tuple[str, ...] = ("gpu", "system")
-QUOTE_STATUSES: tuple[str, ...] = ("new", "in_progress", "sent", "accepted", "expired")
-STAFF_ROLES: tuple[str, ...] = ("sales", "admin")
-
-
 class QuoteRequest(Base):
     """A customer's request for a quote, with the sizing it was asked from (a snapshot).
 
@@ -186,7 +187,7 @@ class QuoteRequest(Base):
 
     __tablename__ = "quote_request"
     __table_args__ = (
-        CheckConstraint(_in("item_kind", QUOTE_ITEM_KINDS), name="item_kind"),
+        CheckConstraint(_in("item_kind", ITEM_KINDS), name="item_kind"),
         CheckConstraint("quantity > 0", name="quantity_positive"),
         CheckConstraint(_in("status", QUOTE_STATUSES), name="status"),
     )
@@ -237,9 +238,10 @@ class QuoteRequest(Base):
     lines: Mapped[list[QuoteLine]] = relationship(
         back_populates="quote_request",
         lazy="raise",
-        order_by="QuoteLine.position",
+        order_by="(QuoteLine.position, QuoteLine.id)",
         cascade="all, delete-orphan",
     )
+    partner: Mapped[Partner | None] = relationship(lazy="raise")
 
     __mapper_args__ = {"version_id_col": version}  # noqa: RUF012 (SQLAlchemy reads it once)
 
@@ -249,7 +251,7 @@ class QuoteLine(Base):
 
     __tablename__ = "quote_line"
     __table_args__ = (
-        CheckConstraint(_in("item_kind", (*QUOTE_ITEM_KINDS, "other")), name="item_kind"),
+        CheckConstraint(_in("item_kind", LINE_KINDS), name="item_kind"),
         CheckConstraint("quantity > 0", name="quantity_positive"),
         CheckConstraint("unit_price_eur_net >= 0", name="unit_price_not_negative"),
         CheckConstraint(

@@ -13,7 +13,6 @@ hides it from every list but the spam list and keeps it (issue 13, point 5).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -26,16 +25,13 @@ from app.accounts import audit
 from app.accounts.audit import Actor
 from app.catalog.schemas import Catalog
 from app.db.base import utcnow
-from app.db.tables import QUOTE_STATUSES, QuoteLine, QuoteRequest
+from app.db.tables import QuoteLine, QuoteRequest
 from app.errors import Conflict, InvalidInput, NotFound
-from app.quotes import desk_repository as repo
-from app.quotes import pricing, validity
-from app.quotes.pricing import Totals, VatDecision
-from app.quotes.repository import to_record as request_record
-from app.quotes.schemas import QuoteRequestRecord
+from app.quotes import pricing, repository, validity, view
+from app.quotes.pricing import VatPolicy as VatPolicy  # the desk's callers name it desk.VatPolicy
+from app.quotes.schemas import LINE_KINDS, QUOTE_STATUSES, SENT_STATUSES
+from app.quotes.view import Quote
 
-SENT_STATUSES = ("sent", "accepted", "expired")
-LINE_KINDS = ("gpu", "system", "other")
 DEFAULT_VALIDITY_DAYS = 30
 MAX_LINES = 100
 MAX_QUANTITY = 10_000
@@ -47,14 +43,6 @@ SPAM_FILTER = "spam"
 LIST_FILTERS: tuple[str, ...] = (*QUOTE_STATUSES, SPAM_FILTER)
 MAX_CURSOR = 2**31
 """Cursors are row ids (32-bit INTEGER); a larger one names no row."""
-
-
-@dataclass(frozen=True, slots=True)
-class VatPolicy:
-    """Where the shop is and the rates by country (from settings)."""
-
-    home_country: str
-    rates: Mapping[str, Decimal]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +70,6 @@ class QuotePage:
 
 
 @dataclass(frozen=True, slots=True)
-class LineRecord:
-    id: int
-    position: int
-    item_kind: str
-    item_slug: str | None
-    description: str
-    quantity: int
-    unit_price_eur_net: Decimal
-    discount_percent: Decimal
-    net_eur: Decimal
-
-
-@dataclass(frozen=True, slots=True)
 class LineInput:
     """A line as staff entered it; ``unit_price_eur_net`` None means "the catalog price"."""
 
@@ -104,57 +79,6 @@ class LineInput:
     quantity: int
     unit_price_eur_net: Decimal | None
     discount_percent: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class Quote:
-    """A request with its desk state, lines and totals."""
-
-    request: QuoteRequestRecord
-    status: str
-    version: int
-    staff_notes: str | None
-    valid_until: date | None
-    sent_at: datetime | None
-    partner: str | None
-    spam: bool
-    lines: tuple[LineRecord, ...]
-    vat: VatDecision
-    totals: Totals
-
-    @property
-    def is_sent(self) -> bool:
-        return self.sent_at is not None
-
-
-def _line(row: QuoteLine) -> LineRecord:
-    return LineRecord(
-        id=row.id, position=row.position, item_kind=row.item_kind, item_slug=row.item_slug,
-        description=row.description, quantity=row.quantity,
-        unit_price_eur_net=row.unit_price_eur_net, discount_percent=row.discount_percent,
-        net_eur=pricing.line_net(quantity=row.quantity, unit_price_eur_net=row.unit_price_eur_net,
-                                 discount_percent=row.discount_percent),
-    )
-
-
-def _vat(row: QuoteRequest, policy: VatPolicy) -> VatDecision:
-    decision = pricing.vat_for(country=row.country, vat_id=row.vat_id,
-                               home_country=policy.home_country, rates=policy.rates)
-    if row.vat_rate_percent is not None:  # frozen when sent
-        return VatDecision(row.vat_rate_percent, decision.rule)
-    return decision
-
-
-def _quote(session: Session, row: QuoteRequest, policy: VatPolicy) -> Quote:
-    lines = tuple(_line(line) for line in row.lines)
-    vat = _vat(row, policy)
-    return Quote(
-        request=request_record(row), version=row.version,
-        status=validity.effective_status(row.status, row.valid_until, validity.today()),
-        staff_notes=row.staff_notes, valid_until=row.valid_until, sent_at=row.sent_at,
-        partner=repo.partner_name(session, row.partner_id), spam=row.spam, lines=lines, vat=vat,
-        totals=pricing.totals((line.net_eur for line in lines), vat_rate_percent=vat.rate_percent),
-    )
 
 
 def _snapshot(row: QuoteRequest) -> dict[str, Any]:
@@ -186,18 +110,17 @@ def list_quotes(session: Session, *, status: str | None = None, before: int | No
     if not 1 <= limit <= PAGE_SIZE:
         raise InvalidInput(f"limit: from 1 to {PAGE_SIZE}")
     spam = status == SPAM_FILTER
-    rows = repo.list_rows(session, status=None if spam else status, spam=spam,
-                          before_id=before, limit=limit + 1)
+    rows = repository.page(session, where=QuoteRequest.spam == spam,
+                           status=None if spam else status, before_id=before, limit=limit + 1)
     page = [
         QuoteSummary(
-            id=row.id, reference=row.reference,
-            created_at=row.created_at,
+            id=row.id, reference=row.reference, created_at=row.created_at,
             company=row.company, name=row.name, country=row.country, item_name=row.item_name,
-            quantity=row.quantity, partner=partner, spam=row.spam,
-            is_sent=row.sent_at is not None,
+            quantity=row.quantity, partner=row.partner.name if row.partner else None,
+            spam=row.spam, is_sent=row.sent_at is not None,
             status=validity.effective_status(row.status, row.valid_until, validity.today()),
         )
-        for row, partner in rows[:limit]
+        for row in rows[:limit]
     ]
     return QuotePage(page, page[-1].id if len(rows) > limit else None)
 
@@ -211,10 +134,7 @@ def mark_spam(session: Session, *, actor: Actor, reference: str, spam: bool) -> 
     if spam and row.sent_at is not None:
         raise InvalidInput("spam: a sent quote can't be marked as spam")
     row.spam = spam
-    try:
-        session.flush()
-    except StaleDataError as exc:
-        raise Conflict("quote: changed by someone else since you opened it") from exc
+    _flush(session)
     audit.record(session, actor=actor, entity="quote", entity_key=reference,
                  action="mark_spam" if spam else "unmark_spam",
                  before={"spam": not spam}, after={"spam": spam})
@@ -222,7 +142,7 @@ def mark_spam(session: Session, *, actor: Actor, reference: str, spam: bool) -> 
 
 
 def _row(session: Session, reference: str) -> QuoteRequest:
-    row = repo.get_row(session, reference=reference[:16])
+    row = repository.row_by_reference(session, reference)
     if row is None:
         raise NotFound("quote not found")
     return row
@@ -230,15 +150,15 @@ def _row(session: Session, reference: str) -> QuoteRequest:
 
 def get_quote(session: Session, *, reference: str, vat: VatPolicy) -> Quote:
     """One quote by its reference; NotFound otherwise."""
-    return _quote(session, _row(session, reference), vat)
+    return view.quote(_row(session, reference), vat)
 
 
 def get_sent_quote(session: Session, *, token: str, vat: VatPolicy) -> Quote | None:
     """The priced quote for the customer's page, once sent (None before)."""
-    row = repo.get_row_by_token(session, token=token[:64])
+    row = repository.row_by_token(session, token)
     if row is None or row.sent_at is None:
         return None
-    return _quote(session, row, vat)
+    return view.quote(row, vat)
 
 
 def _editable(session: Session, reference: str, version: int) -> QuoteRequest:
@@ -250,15 +170,30 @@ def _editable(session: Session, reference: str, version: int) -> QuoteRequest:
     return row
 
 
-def _touch(session: Session, row: QuoteRequest) -> None:
-    """Bump the quote's version (and updated_at) so forms rendered before are stale."""
-    row.updated_at = utcnow()
-    if row.status == "new":
-        row.status = "in_progress"
+def _flush(session: Session) -> None:
+    """Write the change now; a row someone else changed meanwhile is a Conflict."""
     try:
         session.flush()
     except StaleDataError as exc:
         raise Conflict("quote: changed by someone else since you opened it") from exc
+
+
+def _save(session: Session, row: QuoteRequest, *, actor: Actor, reference: str, action: str,
+          before: dict[str, Any]) -> None:
+    """Write a change to the quote, bumping its version (and updated_at) so forms rendered
+    before are stale, and audit it in the same transaction."""
+    row.updated_at = utcnow()
+    _flush(session)
+    audit.record(session, actor=actor, entity="quote", entity_key=reference,
+                 action=action, before=before, after=_snapshot(row))
+
+
+def _touch(session: Session, row: QuoteRequest, *, actor: Actor, reference: str, action: str,
+           before: dict[str, Any]) -> None:
+    """Save a change to the lines: a new request is in progress from then on."""
+    if row.status == "new":
+        row.status = "in_progress"
+    _save(session, row, actor=actor, reference=reference, action=action, before=before)
 
 
 def _price(catalog: Catalog, line: LineInput) -> tuple[Decimal, str]:
@@ -307,15 +242,13 @@ def add_line(session: Session, *, actor: Actor, reference: str, version: int,
     before = _snapshot(row)
     price, description = _price(catalog, line)
     position = max((existing.position for existing in row.lines), default=0) + 1
-    repo.add_line(session, row, QuoteLine(
+    repository.add_line(session, row, QuoteLine(
         position=position, item_kind=line.item_kind,
         item_slug=line.item_slug if line.item_kind != "other" else None,
         description=description, quantity=line.quantity, unit_price_eur_net=pricing.money(price),
         discount_percent=line.discount_percent,
     ))
-    _touch(session, row)
-    audit.record(session, actor=actor, entity="quote", entity_key=reference,
-                 action="add_line", before=before, after=_snapshot(row))
+    _touch(session, row, actor=actor, reference=reference, action="add_line", before=before)
 
 
 def _find_line(row: QuoteRequest, line_id: int) -> QuoteLine:
@@ -342,9 +275,7 @@ def update_line(session: Session, *, actor: Actor, reference: str, version: int,
     target.quantity = line.quantity
     target.unit_price_eur_net = pricing.money(price)
     target.discount_percent = line.discount_percent
-    _touch(session, row)
-    audit.record(session, actor=actor, entity="quote", entity_key=reference,
-                 action="update_line", before=before, after=_snapshot(row))
+    _touch(session, row, actor=actor, reference=reference, action="update_line", before=before)
 
 
 def remove_line(session: Session, *, actor: Actor, reference: str, version: int,
@@ -352,9 +283,7 @@ def remove_line(session: Session, *, actor: Actor, reference: str, version: int,
     row = _editable(session, reference, version)
     before = _snapshot(row)
     row.lines.remove(_find_line(row, line_id))
-    _touch(session, row)
-    audit.record(session, actor=actor, entity="quote", entity_key=reference,
-                 action="remove_line", before=before, after=_snapshot(row))
+    _touch(session, row, actor=actor, reference=reference, action="remove_line", before=before)
 
 
 def update_details(session: Session, *, actor: Actor, reference: str, version: int,
@@ -376,13 +305,7 @@ def update_details(session: Session, *, actor: Actor, reference: str, version: i
         row.status = status
         row.staff_notes = staff_notes or None
         row.valid_until = valid_until
-    row.updated_at = utcnow()
-    try:
-        session.flush()
-    except StaleDataError as exc:
-        raise Conflict("quote: changed by someone else since you opened it") from exc
-    audit.record(session, actor=actor, entity="quote", entity_key=reference,
-                 action="update", before=before, after=_snapshot(row))
+    _save(session, row, actor=actor, reference=reference, action="update", before=before)
 
 
 def send(session: Session, *, actor: Actor, reference: str, version: int, vat: VatPolicy,
@@ -396,14 +319,8 @@ def send(session: Session, *, actor: Actor, reference: str, version: int, vat: V
     if row.valid_until is not None and row.valid_until < today:
         raise InvalidInput("valid_until: lies in the past")
     before = _snapshot(row)
-    row.vat_rate_percent = _vat(row, vat).rate_percent
+    row.vat_rate_percent = view.vat(row, vat).rate_percent
     row.valid_until = row.valid_until or today + timedelta(days=DEFAULT_VALIDITY_DAYS)
     row.sent_at = datetime.now(UTC)
     row.status = "sent"
-    row.updated_at = utcnow()
-    try:
-        session.flush()
-    except StaleDataError as exc:
-        raise Conflict("quote: changed by someone else since you opened it") from exc
-    audit.record(session, actor=actor, entity="quote", entity_key=reference,
-                 action="send", before=before, after=_snapshot(row))
+    _save(session, row, actor=actor, reference=reference, action="send", before=before)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Literal
+from typing import Literal, Protocol
 
 CENT = Decimal("0.01")
 HUNDRED = Decimal(100)
@@ -34,6 +34,29 @@ def line_net(*, quantity: int, unit_price_eur_net: Decimal, discount_percent: De
     """quantity x unit price, less the discount, in cents."""
     gross_line = unit_price_eur_net * quantity
     return money(gross_line * (HUNDRED - discount_percent) / HUNDRED)
+
+
+@dataclass(frozen=True, slots=True)
+class VatPolicy:
+    """Where the shop is and the rates by country (settings ``SIZER_VAT_HOME_COUNTRY`` and
+    ``SIZER_VAT_RATES``; each surface builds it from its settings)."""
+
+    home_country: str
+    rates: Mapping[str, Decimal]
+
+    @classmethod
+    def of(cls, settings: VatSettings) -> VatPolicy:
+        """The policy the settings set (what the desk, the page and the API all price with)."""
+        return cls(home_country=settings.vat_home_country, rates=settings.vat_rates)
+
+
+class VatSettings(Protocol):
+    """The two settings VAT is decided by (``app.config.Settings`` has them)."""
+
+    @property
+    def vat_home_country(self) -> str: ...
+    @property
+    def vat_rates(self) -> Mapping[str, Decimal]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+# The quotes domain's vocabularies; the tables' CHECK constraints are built from these.
 ItemKind = Literal["gpu", "system"]
+ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
+"""What a customer or partner can ask a quote for: a card or a system of the catalog."""
+LINE_KINDS: tuple[str, ...] = (*ITEM_KINDS, "other")
+"""What staff can price on a line: a catalog item, or anything else (installation, shipping)."""
+QuoteStatus = Literal["new", "in_progress", "sent", "accepted", "expired"]
+QUOTE_STATUSES: tuple[QuoteStatus, ...] = get_args(QuoteStatus)
+"""The desk's workflow: new -> in_progress -> sent -> accepted | expired."""
+SENT_STATUSES: tuple[QuoteStatus, ...] = ("sent", "accepted", "expired")
+"""Where a sent quote may still move; its lines and prices are frozen."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,14 +12,13 @@ from fastapi.responses import HTMLResponse, Response
 from app import caches
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
-from app.config import Settings
-from app.db.tables import QUOTE_STATUSES
 from app.errors import Conflict, InvalidInput
 from app.html import forms, htmx
 from app.html.forms import N_, FieldErrors
 from app.http.session import DbSession
 from app.quotes import desk
 from app.quotes.desk import LineInput, VatPolicy
+from app.quotes.schemas import LINE_KINDS, QUOTE_STATUSES
 from app.staff import forms as staff_forms
 from app.staff.deps import Principal, StaffForm, actor
 from app.staff.views import page
@@ -31,8 +30,7 @@ PRINT = "staff/quote_print.html"
 
 
 def vat_policy(request: Request) -> VatPolicy:
-    settings: Settings = request.app.state.settings
-    return VatPolicy(home_country=settings.vat_home_country, rates=settings.vat_rates)
+    return VatPolicy.of(request.app.state.settings)
 
 
 @router.get("", response_class=HTMLResponse)
@@ -85,7 +83,7 @@ def quote_print(request: Request, session: DbSession, reference: str) -> Respons
 
 
 def _line_input(data: dict[str, str], errors: FieldErrors) -> LineInput:
-    kind = forms.choice(data, "item_kind", errors, choices=desk.LINE_KINDS, default="other")
+    kind = forms.choice(data, "item_kind", errors, choices=LINE_KINDS, default="other")
     item = data.get("item_slug", "").strip()
     if ":" in item:  # the add form's single select carries "gpu:slug" / "system:slug"
         kind, _, item = item.partition(":")

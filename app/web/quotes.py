@@ -183,8 +183,7 @@ def quote_request_page(request: Request, session: DbSession, token: str) -> HTML
     """The customer's permanent page for one request (NotFound renders the 404 page)."""
     record = quotes_service.get_request(session, token=token)
     settings: Settings = request.app.state.settings
-    priced = desk.get_sent_quote(session, token=token, vat=desk.VatPolicy(
-        home_country=settings.vat_home_country, rates=settings.vat_rates))
+    priced = desk.get_sent_quote(session, token=token, vat=desk.VatPolicy.of(settings))
     return render(
         request, REQUEST_TEMPLATE,
         {"record": record, "shop_url": shop_quote_url(settings, record),

@@ -7,7 +7,7 @@ from decimal import Decimal
 from app.api.v1 import schemas
 from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
 from app.estimates.recommendations import Recommendations
-from app.quotes.partner import PartnerQuoteRequest
+from app.quotes.view import Quote
 
 
 def money(value: Decimal | None) -> str | None:
@@ -75,32 +75,33 @@ def recommendations_out(found: Recommendations,
     )
 
 
-def quote_request_out(view: PartnerQuoteRequest) -> schemas.QuoteRequestOut:
-    lines = None
-    if view.lines is not None:
+def quote_request_out(view: Quote) -> schemas.QuoteRequestOut:
+    """A request as the API shows it: its lines and totals only once the quote is sent (before
+    that they are staff's draft)."""
+    lines = totals = None
+    if view.is_sent:
         lines = [
             schemas.QuoteLineOut(
                 position=line.position, item_kind=line.item_kind,
                 item_slug=line.item_slug, description=line.description,
                 quantity=line.quantity, unit_price_eur_net=money(line.unit_price_eur_net) or "",
-                discount_percent=f"{line.discount_percent.quantize(Decimal('0.01'))}",
+                discount_percent=money(line.discount_percent) or "",
                 net_eur=money(line.net_eur) or "",
             )
             for line in view.lines
         ]
-    totals = None
-    if view.totals is not None:
         t = view.totals
         totals = schemas.QuoteTotals(
-            net_eur=money(t.net_eur) or "", vat_rate_percent=money(t.vat_rate_percent),
-            vat_eur=money(t.vat_eur), gross_eur=money(t.gross_eur),
+            net_eur=money(t.net) or "", vat_rate_percent=money(t.vat_rate_percent),
+            vat_eur=money(t.vat), gross_eur=money(t.gross),
         )
+    request = view.request
     return schemas.QuoteRequestOut(
-        id=view.reference, status=view.status,
-        created_at=view.created_at, updated_at=view.updated_at,
+        id=request.reference, status=view.status,
+        created_at=request.created_at, updated_at=view.updated_at,
         partner_reference=view.partner_reference,
-        item_kind=view.item_kind,
-        item_slug=view.item_slug, item_name=view.item_name, quantity=view.quantity,
-        company=view.company, country=view.country, engine_version=view.engine_version,
+        item_kind=request.item_kind, item_slug=request.item_slug, item_name=request.item_name,
+        quantity=request.contact.quantity, company=request.contact.company,
+        country=request.contact.country, engine_version=request.engine_version,
         valid_until=view.valid_until, sent_at=view.sent_at, lines=lines, totals=totals,
     )

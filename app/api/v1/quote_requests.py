@@ -6,7 +6,7 @@ partner; a partner sees only its own requests (any other reference is 404).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
@@ -23,7 +23,8 @@ from app.catalog import service as catalog_service
 from app.errors import InvalidInput
 from app.http.session import DbSession
 from app.quotes import partner as partner_quotes
-from app.quotes.schemas import Contact
+from app.quotes.pricing import VatPolicy
+from app.quotes.schemas import Contact, QuoteStatus
 
 CONTACT_FIELDS = frozenset(schemas.ContactIn.model_fields)
 REQUEST_FIELDS = frozenset(schemas.QuoteRequestIn.model_fields)
@@ -63,18 +64,19 @@ def create_quote_request(request: Request, session: DbSession, partner: Partner,
             contact=Contact(name=c.name, company=c.company, email=c.email, country=c.country,
                             vat_id=c.vat_id or None, message=c.message or None,
                             quantity=body.quantity),
+            vat=VatPolicy.of(request.app.state.settings),
         )
     except InvalidInput as error:
         raise ApiProblem(422, error.detail, location=body_location(error.detail)) from error
-    response.headers["Location"] = f"/api/v1/quote-requests/{view.reference}"
+    response.headers["Location"] = f"/api/v1/quote-requests/{view.request.reference}"
     return quote_request_out(view)
 
 
 @router.get("/quote-requests", response_model=schemas.QuoteRequestPage,
             responses=INVALID, summary="Your quote requests, newest first")
 def list_quote_requests(
-    session: DbSession, partner: Partner,
-    status: Annotated[Literal["new", "in_progress", "sent", "accepted", "expired"] | None,
+    request: Request, session: DbSession, partner: Partner,
+    status: Annotated[QuoteStatus | None,
                       Query(description="Only requests in this status.")] = None,
     cursor: Annotated[str | None, Query(max_length=40, description="next_cursor of the "
                                         "previous page.")] = None,
@@ -89,7 +91,8 @@ def list_quote_requests(
             raise ApiProblem(422, "not a cursor this API returned", location="query.cursor")
         before = int(decoded)
     views, next_before = partner_quotes.list_requests(
-        session, partner_id=partner.partner_id, status=status, before_id=before, limit=limit)
+        session, partner_id=partner.partner_id, vat=VatPolicy.of(request.app.state.settings),
+        status=status, before_id=before, limit=limit)
     return schemas.QuoteRequestPage(
         items=[quote_request_out(view) for view in views],
         next_cursor=encode_cursor(str(next_before)) if next_before is not None else None,
@@ -99,10 +102,11 @@ def list_quote_requests(
 @router.get("/quote-requests/{id}", response_model=schemas.QuoteRequestOut,
             summary="A quote request's status and lines")
 def get_quote_request(
-    session: DbSession, partner: Partner,
+    request: Request, session: DbSession, partner: Partner,
     id: Annotated[str, Path(max_length=16, examples=["Q-7KX2M9PA"])],
 ) -> schemas.QuoteRequestOut:
     """Status, and once the quote is sent, its lines and totals (net, VAT, gross)."""
     return quote_request_out(
-        partner_quotes.get_request(session, partner_id=partner.partner_id, reference=id)
+        partner_quotes.get_request(session, partner_id=partner.partner_id, reference=id,
+                                   vat=VatPolicy.of(request.app.state.settings))
     )
