@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 
 import grimp
+from fastapi import FastAPI
+from starlette.routing import Mount
 
-from app.config import ROOT
+from app.caches import Caches
+from app.config import ROOT, load_settings
+from app.main import create_app
 
 APP = ROOT / "app"
 
@@ -229,3 +234,19 @@ def test_the_allowed_memoised_functions_exist() -> None:
     found = {(path, node.name) for path, module in _modules() for node in ast.walk(module)
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     assert set(CONSTANT_FOR_THE_PROCESS) <= found
+
+
+def test_each_app_holds_its_own_caches_and_its_partner_api_the_same(tmp_path: Path) -> None:
+    """Two apps in one process (two tests, or a test and a tool) share nothing; the partner
+    sub-application serves from its app's caches, so a staff edit drops what both show."""
+    settings = load_settings(database_url=f"sqlite:///{tmp_path / 'shop.db'}")
+    first, second = create_app(settings), create_app(settings)
+    given = Caches()
+    third = create_app(settings, caches=given)
+
+    assert isinstance(first.state.caches, Caches)
+    assert first.state.caches is not second.state.caches
+    assert third.state.caches is given
+    for app in (first, second, third):
+        (api,) = [r.app for r in app.routes if isinstance(r, Mount) and r.path == "/api/v1"]
+        assert isinstance(api, FastAPI) and api.state.caches is app.state.caches

@@ -133,6 +133,7 @@ class KeyCheckCache:
         return None
 
     def put(self, key: tuple[str, str], principal: ApiPrincipal) -> None:
+        """Remember that ``key`` was valid now, for ``principal``."""
         with self._lock:
             self._checked[key] = (self._clock(), principal)
 

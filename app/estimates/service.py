@@ -69,10 +69,6 @@ class EstimateCache:
         with self._lock:
             self._answers.clear()
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._answers)
-
 
 @dataclass(frozen=True, slots=True)
 class EstimateRequest:
