@@ -7,16 +7,36 @@ a mapping table that could drift.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+ErrorParam = str | int
+"""A value a translated wording takes (see :attr:`DomainError.params`)."""
+
 
 class DomainError(Exception):
-    """Base class: a message meant for the user and the status a surface should use."""
+    """Base class: what went wrong, as data, and the status a surface should use.
+
+    The raiser gives the ``field`` the error is about (``""`` when it is about no one field) and
+    the ``reason`` in English; surfaces put the reason beside the field (the API's problem+json
+    ``errors[].location``, the page's inline message, the CLI's stderr) and never take a
+    message apart to find it. ``key`` and ``params`` name a wording a page can translate (the
+    engine's error keys, :data:`app.engine.errors.ERROR_TEXTS`); ``""`` when there is none."""
 
     status_code: int = 400
     code: str = "domain_error"
 
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
+    def __init__(self, reason: str, *, field: str = "", key: str = "",
+                 params: Mapping[str, ErrorParam] | None = None) -> None:
+        self.field = field
+        self.reason = reason
+        self.key = key
+        self.params: Mapping[str, ErrorParam] = dict(params or {})
+        super().__init__(self.detail)
+
+    @property
+    def detail(self) -> str:
+        """The one-line English message: ``field: reason`` (for titles and the CLI)."""
+        return f"{self.field}: {self.reason}" if self.field else self.reason
 
 
 class NotFound(DomainError):

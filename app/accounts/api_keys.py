@@ -75,8 +75,8 @@ class PartnerNameTaken(Conflict):
                  existing_slug: str | None) -> None:
         who = (f"the existing partner {existing_name!r} ({existing_slug}, id {existing_id})"
                if existing_name is not None else "a partner created at the same moment")
-        super().__init__(f"{self.field}: {name!r} reads like {who}; pick that partner or "
-                         "give a name that tells them apart")
+        super().__init__(f"{name!r} reads like {who}; pick that partner or give a name that "
+                         "tells them apart", field=self.field)
         self.name = name
         self.existing_id = existing_id
         self.existing_name = existing_name
@@ -199,12 +199,12 @@ def create_partner(session: Session, *, name: str) -> PartnerRecord:
     clean = " ".join(name.split())
     field = PartnerNameTaken.field
     if not clean or len(clean) > MAX_PARTNER_NAME:
-        raise InvalidInput(f"{field}: a name of 1 to {MAX_PARTNER_NAME} characters")
+        raise InvalidInput(f"a name of 1 to {MAX_PARTNER_NAME} characters", field=field)
     if not clean.isprintable():
-        raise InvalidInput(f"{field}: must not contain control or invisible characters")
+        raise InvalidInput("must not contain control or invisible characters", field=field)
     key = partner_name_key(clean)
     if not key:
-        raise InvalidInput(f"{field}: the name needs at least one letter or digit")
+        raise InvalidInput("the name needs at least one letter or digit", field=field)
     existing = session.scalars(select(Partner).where(Partner.name_key == key)).one_or_none()
     if existing is not None:
         raise PartnerNameTaken(name=clean, existing_id=existing.id,
@@ -223,14 +223,14 @@ def _partner_row(session: Session, *, partner_id: int | None = None,
                  slug: str | None = None) -> Partner:
     if partner_id is not None:
         partner = session.get(Partner, partner_id) if 0 < partner_id < MAX_ROW_ID else None
-        wanted = f"partner_id: no partner with id {partner_id}"
+        field, wanted = "partner_id", f"no partner with id {partner_id}"
     else:
-        wanted = f"partner: no partner {(slug or '')[:64]!r}"
+        field, wanted = "partner", f"no partner {(slug or '')[:64]!r}"
         partner = session.scalars(
             select(Partner).where(Partner.slug == (slug or "")[:64])
         ).one_or_none()
     if partner is None:
-        raise NotFound(wanted)
+        raise NotFound(wanted, field=field)
     return partner
 
 
@@ -253,12 +253,12 @@ def issue_key(
     """A new key for the partner with this id (never one found by its name): its record and
     the plaintext (once). NotFound for an unknown partner, InvalidInput for a suspended one."""
     if len(label) > MAX_LABEL:
-        raise InvalidInput(f"label: at most {MAX_LABEL} characters")
+        raise InvalidInput(f"at most {MAX_LABEL} characters", field="label")
     if rate_limit_per_minute is not None and not 1 <= rate_limit_per_minute <= 1_000_000:
-        raise InvalidInput("rate_limit_per_minute: from 1 to 1000000")
+        raise InvalidInput("from 1 to 1000000", field="rate_limit_per_minute")
     partner = _partner_row(session, partner_id=partner_id)
     if not partner.active:
-        raise InvalidInput("partner_id: the partner is suspended; reinstate it first")
+        raise InvalidInput("the partner is suspended; reinstate it first", field="partner_id")
     while True:
         plaintext = KEY_SCHEME + secrets.token_urlsafe(KEY_RANDOM_BYTES)
         prefix = plaintext[:PREFIX_LENGTH]

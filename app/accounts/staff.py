@@ -83,16 +83,16 @@ def create_user(
     """A new staff user; InvalidInput for a bad e-mail, password or role, Conflict if taken."""
     email = normalize_email(email)
     if not EMAIL.match(email) or len(email) > MAX_EMAIL_LENGTH:
-        raise InvalidInput("email: not an e-mail address")
+        raise InvalidInput("not an e-mail address", field="email")
     if role not in STAFF_ROLES:
-        raise InvalidInput(f"role: must be one of {', '.join(STAFF_ROLES)}")
+        raise InvalidInput(f"must be one of {', '.join(STAFF_ROLES)}", field="role")
     if not passwords.MIN_PASSWORD_LENGTH <= len(password) <= passwords.MAX_PASSWORD_LENGTH:
         raise InvalidInput(
-            f"password: must have at least {passwords.MIN_PASSWORD_LENGTH} characters"
+            f"must have at least {passwords.MIN_PASSWORD_LENGTH} characters", field="password"
         )
     taken = session.scalar(select(StaffUser.id).where(func.lower(StaffUser.email) == email))
     if taken is not None:
-        raise Conflict(f"email: {email} already has an account")
+        raise Conflict(f"{email} already has an account", field="email")
     row = StaffUser(
         email=email, display_name=(display_name.strip() or email)[:200],
         password_hash=passwords.hash_password(password), role=role, active=True,

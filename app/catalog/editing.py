@@ -8,7 +8,7 @@
   process's :class:`app.catalog.service.CatalogCache`) is dropped at once.
 * Rows are never deleted: archiving sets ``active`` False (quotes and history keep pointing
   at them).
-* Field problems raise ``InvalidInput("field: reason")``; services never commit.
+* Field problems raise ``InvalidInput(reason, field=...)``; services never commit.
 """
 
 from __future__ import annotations
@@ -72,40 +72,40 @@ def _check(kind: Kind, values: Mapping[str, Any]) -> None:
     """Domain rules on submitted values (the form has parsed the types already)."""
     for name in REQUIRED_TEXT:
         if name in values and not str(values[name] or "").strip():
-            raise InvalidInput(f"{name}: required")
+            raise InvalidInput("required", field=name)
     for name in POSITIVE:
         if name in values and (values[name] is None or values[name] <= 0):
-            raise InvalidInput(f"{name}: must be greater than 0")
+            raise InvalidInput("must be greater than 0", field=name)
     for name, value in values.items():
         if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool) and value < 0:
-            raise InvalidInput(f"{name}: must not be negative")
+            raise InvalidInput("must not be negative", field=name)
     price = values.get("price_eur_net")
     if price is not None and price > MAX_PRICE:
-        raise InvalidInput("price_eur_net: too large")
+        raise InvalidInput("too large", field="price_eur_net")
     if "stock_status" in values and values["stock_status"] not in STOCK_STATUSES:
-        raise InvalidInput("stock_status: choose one of the offered values")
+        raise InvalidInput("choose one of the offered values", field="stock_status")
     if kind == "system" and "kind" in values and values["kind"] not in SYSTEM_KINDS:
-        raise InvalidInput("kind: choose one of the offered values")
+        raise InvalidInput("choose one of the offered values", field="kind")
     url = values.get("product_url")
     if url and not str(url).startswith(("https://", "http://")):
-        raise InvalidInput("product_url: must start with https://")
+        raise InvalidInput("must start with https://", field="product_url")
 
 
 def _check_slug(session: Session, kind: Kind, slug: str) -> None:
     if not SLUG.match(slug):
-        raise InvalidInput("slug: lower-case letters, digits, dots and dashes only")
+        raise InvalidInput("lower-case letters, digits, dots and dashes only", field="slug")
     taken = {
         "gpu": repository.gpu_row, "model": repository.model_row,
         "system": repository.system_row,
     }[kind](session, slug)
     if taken is not None:
-        raise InvalidInput("slug: already taken")
+        raise InvalidInput("already taken", field="slug")
 
 
 def _gpu_id(session: Session, gpu_slug: Any) -> int:
     gpu = repository.gpu_row(session, str(gpu_slug or ""))
     if gpu is None:
-        raise InvalidInput("gpu_slug: not in the catalog")
+        raise InvalidInput("not in the catalog", field="gpu_slug")
     return gpu.id
 
 
@@ -159,7 +159,7 @@ def _load(session: Session, kind: Kind, slug: str) -> tuple[GpuSku | System | Mo
         if found:
             extra = {"gpu_slug": found[1]}
     if row is None:
-        raise NotFound(f"{kind}: {slug} not found")
+        raise NotFound(f"{slug} not found", field=kind)
     return row, fields, extra
 
 
@@ -219,7 +219,7 @@ class ModelPreview:
 
 
 def preview_model(*, config: Mapping[str, Any]) -> ModelPreview:
-    """Parse a config.json with the engine; InvalidInput("config: reason") if it can't.
+    """Parse a config.json with the engine; ``InvalidInput`` on field ``config`` if it can't.
 
     The document is held to the bounds of every config.json first (the surfaces read it with
     :func:`app.estimates.inline_config.read_config_text`; this service is the last stop
@@ -229,11 +229,12 @@ def preview_model(*, config: Mapping[str, Any]) -> ModelPreview:
         inline_config.check_values(config)
         inline_config.check_size(config)
     except inline_config.ConfigValueError as exc:
-        raise InvalidInput(f"config: {exc}") from exc
+        raise InvalidInput(str(exc), field="config") from exc
     try:
         shape = parse_config(config)
-    except ShapeError as exc:
-        raise InvalidInput(f"config: {exc}") from exc
+    except ShapeError as exc:  # the config field named in the reason, the engine's key kept
+        raise InvalidInput(f"{exc.field}: {exc.reason}", field="config", key=exc.key,
+                           params={"field": exc.field, **exc.params}) from exc
     return ModelPreview(
         model_type=shape.model_type, params_total=shape.total_params,
         params_active=shape.active_params, params_linear=shape.split.linear,

@@ -70,11 +70,11 @@ def _read_config(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             raw = handle.read(inline_config.MAX_CONFIG_BYTES + 1)
     except OSError as error:
-        raise DomainError(f"model-config: cannot read {path}: {error.strerror}") from error
+        raise DomainError(f"cannot read {path}: {error.strerror}", field="model-config") from error
     try:
         return inline_config.read_config_bytes(raw)
     except inline_config.ConfigValueError as error:
-        raise DomainError(f"model-config: {path}: {error}") from error
+        raise DomainError(f"{path}: {error}", field="model-config") from error
 
 
 def load_catalog() -> Catalog:

@@ -41,7 +41,8 @@ class Capabilities:
 def parse_compute_capability(value: str) -> tuple[int, int]:
     major, sep, minor = value.strip().partition(".")
     if not sep or not major.isdigit() or not minor.isdigit():
-        raise CapabilityError(f"compute_capability: expected 'major.minor', got {value!r}")
+        raise CapabilityError("compute_capability", "compute_capability_format",
+                              value=repr(value))
     return int(major), int(minor)
 
 

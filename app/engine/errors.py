@@ -1,15 +1,69 @@
-"""The engine's one error type: what was wrong, and in which input field."""
+"""The engine's one error type: which input field was wrong, and why, as data.
+
+The raiser names the field, a key into :data:`ERROR_TEXTS` and the values its wording takes,
+so no surface has to take a message apart again: the API and the CLI say :attr:`reason` (the
+English wording below), pages translate by :attr:`key` (``app/web/engine_errors.py`` holds the
+German and English texts; a test holds the two tables to the same keys), exactly as the
+engine's assumptions are translated.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Final
+
+ErrorParam = str | int
+"""A value an error's wording takes. Numbers stay numbers, so each surface formats them its
+own way: the English reason with thousands separators (``1,024``), pages as the locale does."""
+
+ERROR_TEXTS: Final[Mapping[str, str]] = {
+    # the job (app/engine/estimate.py, app/engine/states.py)
+    "not_one_of": "%(value)s is not one of %(allowed)s",
+    "whole_number": "must be a whole number of at least 1",
+    "at_most": "must be at most %(max)s",
+    "four_bit_full": "a 4-bit base cannot be fully fine-tuned; bitsandbytes trains only extra "
+    "parameters (adapters) on 4-bit weights. Use method qlora.",
+    "quantised_lora": "a quantised base is method qlora, not lora",
+    "beyond_positions": "%(seq_len)s is beyond this model's %(max_positions)s positions",
+    "dropout_range": "must be at least 0 and below 1",
+    "offload_needs_zero3": "parameter offload needs sharding zero3",
+    "qv_fused": "'qv' needs separate q_proj and v_proj modules; this %(model_type)s model fuses "
+    "them (%(fused)s)",
+    "no_targets": "no module names given",
+    "unknown_targets": "%(unknown)s not in this model (its linear layers: %(available)s; "
+    "presets: %(presets)s)",
+    "at_least_one": "must be at least 1",
+    # the model's config.json (app/engine/shapes.py)
+    "config_not_object": "expected a JSON object",
+    "config_missing": "missing from the config",
+    "model_type_unsupported": "%(value)s is not supported (supported: %(supported)s)",
+    "positive_or_null": "expected a positive number or null, got %(value)s",
+    "true_or_false": "expected true or false, got %(value)s",
+    "layer_list_length": "expected a list of at most %(layers)s layer indices",
+    "layer_indices": "expected distinct layer indices from 0 to %(last)s",
+    "positive_integer": "expected a positive integer, got %(value)s",
+    "above_bound": "at most %(bound)s is supported, got %(value)s",
+    "too_many_active_experts": "%(active)s is more than the %(experts)s experts "
+    "(%(experts_field)s)",
+    "head_dim_indivisible": "missing and hidden_size is not divisible by the heads",
+    "kv_heads_divide": "must divide num_attention_heads",
+    "heads_divide_embd": "must divide n_embd",
+    # a card (app/engine/capabilities.py)
+    "compute_capability_format": "expected 'major.minor', got %(value)s",
+}
+"""The English wording of each engine error (the API's and the CLI's); pages translate by key."""
+
 
 class EngineError(ValueError):
-    """Bad input to the engine. The message reads ``field: reason``; both are kept apart so that
-    every surface can point at the field (422 on the API, an inline message on the page, exit 2
-    in the CLI)."""
+    """Bad input to the engine: the input ``field``, the error's ``key`` in :data:`ERROR_TEXTS`
+    and the ``params`` its wording takes. Every surface points at the field (422 on the API, an
+    inline message on the page, exit 2 in the CLI) and words the key its own way."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        field, sep, reason = message.partition(": ")
-        self.field = field if sep else "input"
-        self.reason = reason if sep else message
+    def __init__(self, field: str, key: str, **params: ErrorParam) -> None:
+        self.field = field
+        self.key = key
+        self.params: Mapping[str, ErrorParam] = params
+        english = {name: f"{value:,}" if isinstance(value, int) else value
+                   for name, value in params.items()}
+        self.reason = ERROR_TEXTS[key] % english if english else ERROR_TEXTS[key]
+        super().__init__(f"{field}: {self.reason}")

@@ -236,40 +236,36 @@ def validate(shape: ModelShape, job: Job) -> None:
     if job.quant is not None:
         _one_of("quant", job.quant, QUANTS)
         if job.method == "full":
-            raise EngineError(
-                "quant: a 4-bit base cannot be fully fine-tuned; bitsandbytes trains only "
-                "extra parameters (adapters) on 4-bit weights. Use method qlora."
-            )
+            raise EngineError("quant", "four_bit_full")
         if job.method == "lora":
-            raise EngineError("quant: a quantised base is method qlora, not lora")
+            raise EngineError("quant", "quantised_lora")
     _positive_int("batch_size", job.batch_size, MAX_BATCH_SIZE)
     _positive_int("seq_len", job.seq_len, None)
     _positive_int("gpus", job.gpus, MAX_GPUS)
     _positive_int("gradient_accumulation", job.gradient_accumulation, 1 << 16)
     if shape.max_positions is not None and job.seq_len > shape.max_positions:
-        raise EngineError(
-            f"seq_len: {job.seq_len} is beyond this model's {shape.max_positions} positions"
-        )
+        raise EngineError("seq_len", "beyond_positions", seq_len=job.seq_len,
+                          max_positions=shape.max_positions)
     if job.method != "full":
         _positive_int("lora_rank", job.lora_rank, 1 << 16)
         dropout = job.lora_dropout
         if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0 or dropout != dropout:
-            raise EngineError("lora_dropout: must be at least 0 and below 1")
+            raise EngineError("lora_dropout", "dropout_range")
         lora_target_specs(shape, job.lora_targets)
     if job.offload == "optimizer+params" and job.sharding != "zero3":
-        raise EngineError("offload: parameter offload needs sharding zero3")
+        raise EngineError("offload", "offload_needs_zero3")
 
 
 def _one_of(name: str, value: object, allowed: Sequence[str]) -> None:
     if value not in allowed:
-        raise EngineError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+        raise EngineError(name, "not_one_of", value=repr(value), allowed=", ".join(allowed))
 
 
 def _positive_int(name: str, value: object, maximum: int | None) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise EngineError(f"{name}: must be a whole number of at least 1")
+        raise EngineError(name, "whole_number")
     if maximum is not None and value > maximum:
-        raise EngineError(f"{name}: must be at most {maximum}")
+        raise EngineError(name, "at_most", max=maximum)
 
 
 def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,

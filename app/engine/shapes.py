@@ -36,7 +36,7 @@ MLP_ROLES: frozenset[str] = frozenset({"gate", "up", "down", "gate_up", "fc", "f
 
 
 class ShapeError(EngineError):
-    """A config the engine cannot turn into a shape; the message names the field."""
+    """A config the engine cannot turn into a shape; ``field`` names the config field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,16 +168,14 @@ def parse_config(config: Mapping[str, object]) -> ModelShape:
     is missing or not a positive integer.
     """
     if not isinstance(config, Mapping):
-        raise ShapeError("config: expected a JSON object")
+        raise ShapeError("config", "config_not_object")
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
-        raise ShapeError("model_type: missing from the config")
+        raise ShapeError("model_type", "config_missing")
     builder = _BUILDERS.get(model_type)
     if builder is None:
-        raise ShapeError(
-            f"model_type: '{model_type}' is not supported "
-            f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})"
-        )
+        raise ShapeError("model_type", "model_type_unsupported", value=f"'{model_type}'",
+                         supported=", ".join(SUPPORTED_MODEL_TYPES))
     return builder(_Config(config))
 
 
@@ -235,7 +233,7 @@ class _Config:
             return _bounded(name, value)
         if default is not None:
             return default
-        raise ShapeError(f"{names[0]}: missing from the config")
+        raise ShapeError(names[0], "config_missing")
 
     def optional_int(self, name: str) -> int | None:
         value = self.raw.get(name)
@@ -249,7 +247,7 @@ class _Config:
         if value is None or value is False:
             return False
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise ShapeError(f"{name}: expected a positive number or null, got {value!r}")
+            raise ShapeError(name, "positive_or_null", value=repr(value))
         return value > 0
 
     def flag(self, name: str, default: bool) -> bool:
@@ -257,7 +255,7 @@ class _Config:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ShapeError(f"{name}: expected true or false, got {value!r}")
+            raise ShapeError(name, "true_or_false", value=repr(value))
         return value
 
     def layer_list(self, name: str, layers: int) -> frozenset[int]:
@@ -268,24 +266,22 @@ class _Config:
         if value is None:
             return frozenset()
         if not isinstance(value, list) or len(value) > layers:
-            raise ShapeError(f"{name}: expected a list of at most {layers} layer indices")
+            raise ShapeError(name, "layer_list_length", layers=layers)
         indices = frozenset(v for v in value if isinstance(v, int) and not isinstance(v, bool))
         if len(indices) != len(value) or not all(0 <= i < layers for i in indices):
-            raise ShapeError(
-                f"{name}: expected distinct layer indices from 0 to {layers - 1}"
-            )
+            raise ShapeError(name, "layer_indices", last=layers - 1)
         return indices
 
 
 def _bounded(name: str, value: object) -> int:
     """A positive integer no larger than the field's bound in :data:`FIELD_BOUNDS`."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ShapeError(f"{name}: expected a positive integer, got {value!r}")
+        raise ShapeError(name, "positive_integer", value=repr(value))
     bound = FIELD_BOUNDS.get(name)
     if bound is None:  # a field the engine reads must have a bound: a programming error
         raise AssertionError(f"no upper bound for config field {name!r}")
     if value > bound:
-        raise ShapeError(f"{name}: at most {bound:,} is supported, got {value:,}")
+        raise ShapeError(name, "above_bound", bound=bound, value=value)
     return value
 
 
@@ -293,9 +289,8 @@ def _experts_per_token(cfg: _Config, experts: int, experts_field: str) -> int:
     """``num_experts_per_tok``, which cannot exceed the experts there are."""
     active = cfg.integer("num_experts_per_tok")
     if active > experts:
-        raise ShapeError(
-            f"num_experts_per_tok: {active} is more than the {experts} experts ({experts_field})"
-        )
+        raise ShapeError("num_experts_per_tok", "too_many_active_experts", active=active,
+                         experts=experts, experts_field=experts_field)
     return active
 
 
@@ -323,10 +318,10 @@ def _attention_dims(cfg: _Config) -> _Attention:
     explicit = cfg.optional_int("head_dim")
     if explicit is None:
         if hidden % heads:
-            raise ShapeError("head_dim: missing and hidden_size is not divisible by the heads")
+            raise ShapeError("head_dim", "head_dim_indivisible")
         explicit = hidden // heads
     if heads % kv_heads:
-        raise ShapeError("num_key_value_heads: must divide num_attention_heads")
+        raise ShapeError("num_key_value_heads", "kv_heads_divide")
     return _Attention(hidden, heads, kv_heads, explicit)
 
 
@@ -572,7 +567,7 @@ def _gpt2(cfg: _Config) -> ModelShape:
     positions = cfg.integer("n_positions", "max_position_embeddings")
     inner = cfg.integer("n_inner", default=4 * hidden)
     if hidden % heads:
-        raise ShapeError("n_head: must divide n_embd")
+        raise ShapeError("n_head", "heads_divide_embd")
     att = _Attention(hidden, heads, heads, hidden // heads)
     linears = [
         LinearSpec("c_attn", "qkv", hidden, 3 * hidden, layers, bias=True),

@@ -136,31 +136,26 @@ def lora_target_specs(shape: ModelShape, targets: str | Sequence[str]) -> tuple[
             chosen = tuple(s for s in shape.linears if s.role in ("q", "v"))
             if not chosen:
                 fused = sorted({s.name for s in shape.linears if s.role in ATTENTION_ROLES})
-                raise StatesError(
-                    "lora_targets: 'qv' needs separate q_proj and v_proj modules; "
-                    f"this {shape.model_type} model fuses them "
-                    f"({', '.join(fused)})"
-                )
+                raise StatesError("lora_targets", "qv_fused", model_type=shape.model_type,
+                                  fused=", ".join(fused))
         return chosen
     names = [targets] if isinstance(targets, str) else list(targets)
     names = [n.strip() for n in names if n.strip()]
     if not names:
-        raise StatesError("lora_targets: no module names given")
+        raise StatesError("lora_targets", "no_targets")
     available = sorted({s.name for s in shape.linears})
     unknown = [n for n in names if n not in available]
     if unknown:
-        raise StatesError(
-            f"lora_targets: {', '.join(unknown)} not in this model "
-            f"(its linear layers: {', '.join(available)}; "
-            f"presets: {', '.join(LORA_TARGET_PRESETS)})"
-        )
+        raise StatesError("lora_targets", "unknown_targets", unknown=", ".join(unknown),
+                          available=", ".join(available),
+                          presets=", ".join(LORA_TARGET_PRESETS))
     return tuple(s for s in shape.linears if s.name in names)
 
 
 def lora_trainable_params(shape: ModelShape, lora: LoraSetup) -> int:
     """r * (m + n) per adapted module (LoRA paper section 4: A is r x m, B is n x r)."""
     if lora.rank <= 0:
-        raise StatesError("lora_rank: must be at least 1")
+        raise StatesError("lora_rank", "at_least_one")
     return sum(
         lora.rank * (spec.in_features + spec.out_features) * spec.instances
         for spec in lora_target_specs(shape, lora.targets)
@@ -260,9 +255,9 @@ def shard_states(
     (ZeRO-Infinity, arXiv 2104.07857); the gathered layer stays on the GPU.
     """
     if gpus < 1:
-        raise StatesError("gpus: must be at least 1")
+        raise StatesError("gpus", "at_least_one")
     if offload == "optimizer+params" and sharding != "zero3":
-        raise StatesError("offload: parameter offload needs sharding zero3")
+        raise StatesError("offload", "offload_needs_zero3")
     n = gpus if sharding != "none" else 1
     shard_optimizer = sharding in ("zero1", "zero2", "zero3")
     shard_gradients = sharding in ("zero2", "zero3")

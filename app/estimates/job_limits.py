@@ -32,4 +32,4 @@ def check(job: Job) -> None:
     )
     for name, value, maximum in bounds:
         if isinstance(value, int) and not isinstance(value, bool) and value > maximum:
-            raise InvalidInput(f"{name}: at most {maximum}")
+            raise InvalidInput(f"at most {maximum}", field=name)

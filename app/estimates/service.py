@@ -96,7 +96,8 @@ def gpu_spec(record: GpuRecord) -> GpuSpec:
 def resolve_shape(catalog: Catalog, request: EstimateRequest) -> tuple[ModelShape, str | None]:
     """The model's shape and, for a catalog model, its slug. Raises NotFound / InvalidInput."""
     if (request.model_slug is None) == (request.model_config is None):
-        raise InvalidInput("model: give either a catalog model slug or a config.json object")
+        raise InvalidInput("give either a catalog model slug or a config.json object",
+                           field="model")
     config: Mapping[str, Any]
     if request.model_slug is not None:
         config = find_model(catalog, request.model_slug).config
@@ -105,14 +106,22 @@ def resolve_shape(catalog: Catalog, request: EstimateRequest) -> tuple[ModelShap
     try:
         return parse_config(config), request.model_slug
     except EngineError as error:
-        raise InvalidInput(f"model_config.{error.field}: {error.reason}") from error
+        raise engine_invalid(error, field=f"model_config.{error.field}") from error
+
+
+def engine_invalid(error: EngineError, *, field: str | None = None) -> InvalidInput:
+    """The engine's refusal as the services' error: its field (``field`` when the engine's
+    field sits elsewhere in the request, as a config.json's fields do), its English reason, its
+    key and values (the engine's field among them) for the pages to translate."""
+    return InvalidInput(error.reason, field=error.field if field is None else field,
+                        key=error.key, params={"field": error.field, **error.params})
 
 
 def find_model(catalog: Catalog, slug: str) -> ModelRecord:
     for model in catalog.models:
         if model.slug == slug:
             return model
-    raise NotFound(f"model: no model '{slug}' in the catalog")
+    raise NotFound(f"no model '{slug}' in the catalog", field="model")
 
 
 def select_gpus(catalog: Catalog, slugs: Sequence[str]) -> list[GpuRecord]:
@@ -122,7 +131,7 @@ def select_gpus(catalog: Catalog, slugs: Sequence[str]) -> list[GpuRecord]:
     by_slug = {gpu.slug: gpu for gpu in catalog.gpus}
     missing = [slug for slug in slugs if slug not in by_slug]
     if missing:
-        raise NotFound(f"gpu: no GPU {', '.join(repr(s) for s in missing)} in the catalog")
+        raise NotFound(f"no GPU {', '.join(repr(s) for s in missing)} in the catalog", field="gpu")
     return [by_slug[slug] for slug in slugs]
 
 
@@ -164,7 +173,7 @@ def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
     try:
         return engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
     except EngineError as error:
-        raise InvalidInput(f"{error.field}: {error.reason}") from error
+        raise engine_invalid(error) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +230,7 @@ def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit,
         try:
             fit = engine_estimate(shape, job, [gpu_spec(gpu)], with_levers=False).fits[0]
         except EngineError as error:
-            raise InvalidInput(f"{error.field}: {error.reason}") from error
+            raise engine_invalid(error) from error
         rows.append(
             SystemFit(
                 system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding,

@@ -104,11 +104,11 @@ def list_quotes(session: Session, *, status: str | None = None, before: int | No
     marked as spam, or with ``status="spam"`` those marked as spam; ``before`` continues from
     a page's ``next_before``."""
     if status is not None and status not in LIST_FILTERS:
-        raise InvalidInput(f"status: must be one of {', '.join(LIST_FILTERS)}")
+        raise InvalidInput(f"must be one of {', '.join(LIST_FILTERS)}", field="status")
     if before is not None and not 0 < before <= MAX_CURSOR:
-        raise InvalidInput(f"before: a row id from 1 to {MAX_CURSOR}")
+        raise InvalidInput(f"a row id from 1 to {MAX_CURSOR}", field="before")
     if not 1 <= limit <= PAGE_SIZE:
-        raise InvalidInput(f"limit: from 1 to {PAGE_SIZE}")
+        raise InvalidInput(f"from 1 to {PAGE_SIZE}", field="limit")
     spam = status == SPAM_FILTER
     rows = repository.page(session, where=QuoteRequest.spam == spam,
                            status=None if spam else status, before_id=before, limit=limit + 1)
@@ -132,7 +132,7 @@ def mark_spam(session: Session, *, actor: Actor, reference: str, spam: bool) -> 
     if row.spam == spam:
         return False
     if spam and row.sent_at is not None:
-        raise InvalidInput("spam: a sent quote can't be marked as spam")
+        raise InvalidInput("a sent quote can't be marked as spam", field="spam")
     row.spam = spam
     _flush(session)
     audit.record(session, actor=actor, entity="quote", entity_key=reference,
@@ -164,9 +164,9 @@ def get_sent_quote(session: Session, *, token: str, vat: VatPolicy) -> Quote | N
 def _editable(session: Session, reference: str, version: int) -> QuoteRequest:
     row = _row(session, reference)
     if row.version != version:
-        raise Conflict("quote: changed by someone else since you opened it")
+        raise Conflict("changed by someone else since you opened it", field="quote")
     if row.sent_at is not None:
-        raise Conflict("quote: already sent; its prices are frozen")
+        raise Conflict("already sent; its prices are frozen", field="quote")
     return row
 
 
@@ -175,7 +175,7 @@ def _flush(session: Session) -> None:
     try:
         session.flush()
     except StaleDataError as exc:
-        raise Conflict("quote: changed by someone else since you opened it") from exc
+        raise Conflict("changed by someone else since you opened it", field="quote") from exc
 
 
 def _save(session: Session, row: QuoteRequest, *, actor: Actor, reference: str, action: str,
@@ -202,34 +202,34 @@ def _price(catalog: Catalog, line: LineInput) -> tuple[Decimal, str]:
     price = line.unit_price_eur_net
     if line.item_kind in ("gpu", "system"):
         if not line.item_slug:
-            raise InvalidInput("item_slug: choose a card or system")
+            raise InvalidInput("choose a card or system", field="item_slug")
         try:
             item = (catalog.gpu(line.item_slug) if line.item_kind == "gpu"
                     else catalog.system(line.item_slug))
         except NotFound as exc:
-            raise InvalidInput("item_slug: not in the catalog") from exc
+            raise InvalidInput("not in the catalog", field="item_slug") from exc
         name = name or item.name
         if price is None:
             price = item.price_eur_net
     if not name:
-        raise InvalidInput("description: required")
+        raise InvalidInput("required", field="description")
     if price is None:
-        raise InvalidInput("unit_price: no catalog price; enter one")
+        raise InvalidInput("no catalog price; enter one", field="unit_price")
     return price, name
 
 
 def _check_line(line: LineInput) -> None:
     if line.item_kind not in LINE_KINDS:
-        raise InvalidInput("item_kind: must be gpu, system or other")
+        raise InvalidInput("must be gpu, system or other", field="item_kind")
     if not 1 <= line.quantity <= MAX_QUANTITY:
-        raise InvalidInput(f"quantity: must be from 1 to {MAX_QUANTITY}")
+        raise InvalidInput(f"must be from 1 to {MAX_QUANTITY}", field="quantity")
     price = line.unit_price_eur_net
     if price is not None and not Decimal(0) <= price <= MAX_PRICE:
-        raise InvalidInput("unit_price: must not be negative")
+        raise InvalidInput("must not be negative", field="unit_price")
     if not Decimal(0) <= line.discount_percent <= pricing.HUNDRED:
-        raise InvalidInput("discount_percent: must be from 0 to 100")
+        raise InvalidInput("must be from 0 to 100", field="discount_percent")
     if len(line.description) > 200:
-        raise InvalidInput("description: at most 200 characters")
+        raise InvalidInput("at most 200 characters", field="description")
 
 
 def add_line(session: Session, *, actor: Actor, reference: str, version: int,
@@ -238,7 +238,7 @@ def add_line(session: Session, *, actor: Actor, reference: str, version: int,
     _check_line(line)
     row = _editable(session, reference, version)
     if len(row.lines) >= MAX_LINES:
-        raise InvalidInput(f"item_kind: at most {MAX_LINES} lines")
+        raise InvalidInput(f"at most {MAX_LINES} lines", field="item_kind")
     before = _snapshot(row)
     price, description = _price(catalog, line)
     position = max((existing.position for existing in row.lines), default=0) + 1
@@ -291,17 +291,17 @@ def update_details(session: Session, *, actor: Actor, reference: str, version: i
     """Notes, validity and status; after sending only the status (sent/accepted/expired)."""
     row = _row(session, reference)
     if row.version != version:
-        raise Conflict("quote: changed by someone else since you opened it")
+        raise Conflict("changed by someone else since you opened it", field="quote")
     before = _snapshot(row)
     if row.sent_at is not None:
         if status not in SENT_STATUSES:
-            raise InvalidInput("status: a sent quote can only be accepted or expire")
+            raise InvalidInput("a sent quote can only be accepted or expire", field="status")
         row.status = status
     else:
         if status not in ("new", "in_progress"):
-            raise InvalidInput("status: send the quote first")
+            raise InvalidInput("send the quote first", field="status")
         if staff_notes is not None and len(staff_notes) > 5000:
-            raise InvalidInput("staff_notes: at most 5000 characters")
+            raise InvalidInput("at most 5000 characters", field="staff_notes")
         row.status = status
         row.staff_notes = staff_notes or None
         row.valid_until = valid_until
@@ -314,10 +314,10 @@ def send(session: Session, *, actor: Actor, reference: str, version: int, vat: V
     30 days. Needs at least one line."""
     row = _editable(session, reference, version)
     if not row.lines:
-        raise InvalidInput("lines: add at least one line before sending")
+        raise InvalidInput("add at least one line before sending", field="lines")
     today = today or datetime.now(UTC).date()
     if row.valid_until is not None and row.valid_until < today:
-        raise InvalidInput("valid_until: lies in the past")
+        raise InvalidInput("lies in the past", field="valid_until")
     before = _snapshot(row)
     row.vat_rate_percent = view.vat(row, vat).rate_percent
     row.valid_until = row.valid_until or today + timedelta(days=DEFAULT_VALIDITY_DAYS)

@@ -42,9 +42,9 @@ def list_requests(
     """The partner's requests, newest first, ``limit`` at a time; and the row id to continue
     before (None on the last page). Only the partner's own; ``status`` filters."""
     if status is not None and status not in QUOTE_STATUSES:
-        raise InvalidInput(f"status: must be one of {', '.join(QUOTE_STATUSES)}")
+        raise InvalidInput(f"must be one of {', '.join(QUOTE_STATUSES)}", field="status")
     if not 1 <= limit <= LIST_LIMIT:
-        raise InvalidInput(f"limit: from 1 to {LIST_LIMIT}")
+        raise InvalidInput(f"from 1 to {LIST_LIMIT}", field="limit")
     rows = repository.page(session, where=QuoteRequest.partner_id == partner_id, status=status,
                            before_id=before_id, limit=limit + 1)
     page = rows[:limit]

@@ -45,16 +45,16 @@ def _check(contact: Contact, partner_reference: str | None = None) -> None:
     """Raise InvalidInput naming the first field that cannot be stored as given."""
     for name in ("name", "company", "email", "country"):
         if not getattr(contact, name):
-            raise InvalidInput(f"{name}: required")
+            raise InvalidInput("required", field=name)
     for name in ("name", "company", "email", "country", "vat_id"):
         value = getattr(contact, name)
         if value and _UNSAFE.search(value):
-            raise InvalidInput(f"{name}: must not contain markup or control characters")
+            raise InvalidInput("must not contain markup or control characters", field=name)
     for name, value in (("message", contact.message), ("partner_reference", partner_reference)):
         if value and CONTROL_CHARACTERS.search(value):
-            raise InvalidInput(f"{name}: must not contain control characters")
+            raise InvalidInput("must not contain control characters", field=name)
     if not 1 <= contact.quantity <= MAX_QUANTITY:
-        raise InvalidInput(f"quantity: must be from 1 to {MAX_QUANTITY}")
+        raise InvalidInput(f"must be from 1 to {MAX_QUANTITY}", field="quantity")
 
 
 def _item(catalog: Catalog, sizing: Sizing, kind: ItemKind, slug: str) -> tuple[

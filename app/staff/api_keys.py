@@ -149,7 +149,7 @@ def _set_active(request: Request, session: DbSession, principal: StaffPrincipal,
                 *, active: bool) -> Response:
     partner_id = staff_forms.row_id(raw_id)
     if partner_id is None:
-        raise NotFound("partner: no such partner")
+        raise NotFound("no such partner", field="partner")
     if api_keys.set_partner_active(session, partner_id=partner_id, active=active,
                                    checked=caches.of(request).key_checks):
         slug = api_keys.get_partner(session, partner_id=partner_id).slug

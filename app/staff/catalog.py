@@ -47,7 +47,7 @@ def _record(request: Request, session: DbSession, kind: editing.Kind, slug: str)
     for record in _records(request, session, kind):
         if record.slug == slug:
             return record
-    raise NotFound(f"{kind}: {slug} not found")
+    raise NotFound(f"{slug} not found", field=kind)
 
 
 @router.get("/{plural}", response_class=HTMLResponse)

@@ -79,8 +79,5 @@ def row_id(raw: str) -> int | None:
 
 
 def domain_field_error(exc: DomainError, errors: FieldErrors, *, fallback: str) -> None:
-    """Put a service's ``"field: reason"`` message beside that field (or ``fallback``)."""
-    field, sep, reason = exc.detail.partition(": ")
-    if not sep:
-        field, reason = fallback, exc.detail
-    errors.add(field, reason)
+    """Put a service's reason beside the field it names (or ``fallback`` when it names none)."""
+    errors.add(exc.field or fallback, exc.reason)

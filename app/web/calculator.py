@@ -29,17 +29,13 @@ from app.html.forms import N_, FieldErrors, FormBody, read_form
 from app.html.templating import render
 from app.http.session import DbSession
 from app.web import calculator_form as form
-from app.web import result_view
+from app.web import engine_errors, result_view
 from app.web.calculator_form import CalculatorInput
 
 router = APIRouter(include_in_schema=False)
 
 TEMPLATE = "web/calculator.html"
 FRAGMENTS = ("result", "field_errors")
-FOUR_BIT_FULL = N_(
-    "A 4-bit base cannot be fully fine-tuned: bitsandbytes trains only adapters on 4-bit "
-    "weights. Choose QLoRA, or keep the base in bf16."
-)
 
 
 def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:
@@ -65,12 +61,10 @@ def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
     try:
         sizing = estimates_service.sizing(catalog, calc.estimate_request(), cache=cache)
     except NotFound as exc:
-        field, _ = form.engine_error_field(exc.detail)
-        errors.add(field, N_("No such model in our catalog."))
+        errors.add(form.engine_error_field(exc.field), N_("No such model in our catalog."))
         return None, 404
     except InvalidInput as exc:
-        field, reason = form.engine_error_field(exc.detail)
-        errors.add(field, FOUR_BIT_FULL if "fully fine-tuned" in reason else reason)
+        engine_errors.add(errors, form.engine_error_field(exc.field), exc)
         return None, 422
     return result_view.build(calc, catalog, sizing), 200
 

@@ -69,6 +69,9 @@ OFFLOAD_LABELS: Final = {
     "optimizer+params": N_("Optimizer states and weights to CPU"),
 }
 
+CONFIG_REQUEST_FIELD: Final = "model_config"
+"""The estimate request's field for a pasted config.json (the API's body field too)."""
+
 # Engine field -> form field, to put an engine error beside its control.
 ENGINE_FIELDS: Final = {
     "batch_size": "batch", "seq_len": "seq", "lora_rank": "rank", "lora_targets": "targets",
@@ -193,10 +196,10 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     return calc, errors
 
 
-def engine_error_field(detail: str) -> tuple[str, str]:
-    """``"seq_len: must be ..."`` -> ``("seq", "must be ...")``; unknown fields go to model."""
-    name, _, reason = detail.partition(":")
-    name = name.strip()
-    if name.startswith("model_config"):
-        return "config", reason.strip()
-    return ENGINE_FIELDS.get(name, "model"), reason.strip() or detail
+def engine_error_field(field: str) -> str:
+    """The form field beside which a service error on request field ``field`` goes:
+    ``seq_len`` -> ``seq``, a pasted config.json's fields (``model_config.<name>``, the
+    request's path to them) -> ``config``; fields the form has no control for go to model."""
+    if field == CONFIG_REQUEST_FIELD or field.startswith(f"{CONFIG_REQUEST_FIELD}."):
+        return "config"
+    return ENGINE_FIELDS.get(field, "model")

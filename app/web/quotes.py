@@ -112,15 +112,16 @@ def _resolve(session: Session, cached: Caches, data: Mapping[str, str]) -> _Aske
     item = quote_form.parse_item(data.get("item", ""))
     catalog = catalog_service.get_catalog(session, cached.catalog)
     if item is None:
-        raise NotFound("item: no such card or system")
+        raise NotFound("no such card or system", field="item")
     kind, slug = item
     name = catalog.gpu(slug).name if kind == "gpu" else catalog.system(slug).name
     if calc.is_custom:
-        raise InvalidInput("model: a pasted config.json cannot be carried into a quote link")
+        raise InvalidInput("a pasted config.json cannot be carried into a quote link",
+                           field="model")
     view, status = calculator.size(catalog, calc, calc_errors, cache=cached.estimates)
     if view is None:
-        raise NotFound("model: not in the catalog") if status == 404 else InvalidInput(
-            "calculator: the sizing parameters are not valid"
+        raise NotFound("not in the catalog", field="model") if status == 404 else InvalidInput(
+            "the sizing parameters are not valid", field="calculator"
         )
     return _Asked(calc, kind, slug, name, view, catalog)
 
@@ -152,7 +153,7 @@ def submit_quote_request(
 ) -> Response:
     """Store the request with its sizing; 303 (or HX-Redirect) to its permanent page."""
     if body.too_large:
-        raise InvalidInput("form: too large")
+        raise InvalidInput("too large", field="form")
     asked = _resolve(session, caches.of(request), body.fields)
     contact, errors = quote_form.parse_contact(body.fields)
     if errors:

@@ -49,7 +49,7 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         except inline_config.ConfigValueError as error:
             raise ApiProblem(413, f"model_config: {error.reason}") from error
     if (body.model is None) == (body.inline_config is None):
-        raise InvalidInput("model: give either model (a catalog slug) or model_config")
+        raise InvalidInput("give either model (a catalog slug) or model_config", field="model")
     job = Job(
         method=body.method, optimizer=body.optimizer, accounting=body.accounting,
         lora_rank=body.lora_rank, lora_targets=_targets(body.lora_targets),

@@ -117,10 +117,8 @@ async def on_domain(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DomainError)
     status = exc.status_code
     if status == 422:
-        field, _, reason = exc.detail.partition(":")
-        location = field.strip()
-        errors = [{"location": f"body.{location}" if location else "body",
-                   "reason": reason.strip() or exc.detail}]
+        errors = [{"location": f"body.{exc.field}" if exc.field else "body",
+                   "reason": exc.reason}]
         return problem(422, exc.detail, errors=errors)
     return problem(status, exc.detail)
 

@@ -30,10 +30,9 @@ CONTACT_FIELDS = frozenset(schemas.ContactIn.model_fields)
 REQUEST_FIELDS = frozenset(schemas.QuoteRequestIn.model_fields)
 
 
-def body_location(detail: str) -> str:
-    """Where in the request body the field a service error names (``"name: ..."``) sits:
-    contact fields under ``body.contact``, the job's under ``body.estimate``."""
-    field = detail.partition(":")[0].strip()
+def body_location(field: str) -> str:
+    """Where in the request body the field a service error names sits: contact fields under
+    ``body.contact``, the job's under ``body.estimate``."""
     if field in CONTACT_FIELDS:
         return f"body.contact.{field}"
     if field in REQUEST_FIELDS:
@@ -67,7 +66,7 @@ def create_quote_request(request: Request, session: DbSession, partner: Partner,
             vat=VatPolicy.of(request.app.state.settings),
         )
     except InvalidInput as error:
-        raise ApiProblem(422, error.detail, location=body_location(error.detail)) from error
+        raise ApiProblem(422, error.detail, location=body_location(error.field)) from error
     response.headers["Location"] = f"/api/v1/quote-requests/{view.request.reference}"
     return quote_request_out(view)
 

@@ -1,0 +1,66 @@
+"""The engine's refusals in the customer's language, beside the control they are about.
+
+The engine raises an error as data (a field, a key in :data:`app.engine.errors.ERROR_TEXTS`
+and the values its wording takes); the API and the CLI say the engine's English reason, the
+page says the text below for the key, translated like the engine's assumptions and warnings
+(``result_view.ASSUMPTION_LABELS``). A test holds this table to the engine's keys.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from app.errors import DomainError
+from app.html.forms import N_, FieldErrors
+
+ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
+    "not_one_of": N_("Choose one of: %(allowed)s."),
+    "whole_number": N_("Enter a whole number of at least 1."),
+    "at_most": N_("Enter a number of at most %(max)s."),
+    "four_bit_full": N_(
+        "A 4-bit base cannot be fully fine-tuned: bitsandbytes trains only adapters on 4-bit "
+        "weights. Choose QLoRA, or keep the base in bf16."
+    ),
+    "quantised_lora": N_(
+        "A 4-bit base is trained with QLoRA, not LoRA. Choose QLoRA, or keep the base in bf16."
+    ),
+    "beyond_positions": N_("%(seq_len)s tokens are more than this model's %(max_positions)s "
+                           "positions."),
+    "dropout_range": N_("Enter a dropout of at least 0 and below 1."),
+    "offload_needs_zero3": N_("Offloading the weights needs ZeRO-3 sharding."),
+    "qv_fused": N_("This %(model_type)s model fuses q and v into one layer (%(fused)s); choose "
+                   "other layers."),
+    "no_targets": N_("Name at least one layer."),
+    "unknown_targets": N_("%(unknown)s: not in this model (its linear layers: %(available)s)."),
+    "at_least_one": N_("Enter a number of at least 1."),
+    "config_not_object": N_("A config.json is a JSON object ({...})."),
+    "config_missing": N_("%(field)s is missing from the config.json."),
+    "model_type_unsupported": N_("The model type %(value)s is not supported (supported: "
+                                 "%(supported)s)."),
+    "positive_or_null": N_("%(field)s: expected a positive number or null, got %(value)s."),
+    "true_or_false": N_("%(field)s: expected true or false, got %(value)s."),
+    "layer_list_length": N_("%(field)s: expected a list of at most %(layers)s layer numbers."),
+    "layer_indices": N_("%(field)s: expected distinct layer numbers from 0 to %(last)s."),
+    "positive_integer": N_("%(field)s: expected a positive whole number, got %(value)s."),
+    "above_bound": N_("%(field)s: at most %(bound)s is supported, got %(value)s."),
+    "too_many_active_experts": N_("%(field)s: %(active)s is more than the %(experts)s experts "
+                                  "(%(experts_field)s)."),
+    "head_dim_indivisible": N_("head_dim is missing and hidden_size is not divisible by the "
+                               "number of heads."),
+    "kv_heads_divide": N_("num_key_value_heads must divide num_attention_heads."),
+    "heads_divide_embd": N_("n_head must divide n_embd."),
+    "compute_capability_format": N_("Expected a compute capability like 8.9, got %(value)s."),
+}
+"""The page's wording of each engine error (``ERROR_TEXTS``), by key (English msgids); the
+config.json errors also take ``field``, the config field the engine names."""
+
+
+def add(errors: FieldErrors, field: str, error: DomainError) -> None:
+    """Put ``error`` beside the form ``field``: the engine's key translated, with its values
+    (``field`` among them: the engine's own field, say a config.json's); a service error
+    without a key keeps its reason."""
+    label = ENGINE_ERROR_LABELS.get(error.key)
+    if label is None:
+        errors.add(field, error.reason)
+        return
+    errors.add(field, label, **{"field": error.field, **error.params})
