@@ -25,7 +25,7 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -168,19 +168,13 @@ def partner_name_key(name: str) -> str:
     return key[:MAX_PARTNER_NAME_KEY]
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    if value is not None and value.tzinfo is None:  # SQLite keeps it naive; written as UTC
-        return value.replace(tzinfo=UTC)
-    return value
-
-
 def _record(key: ApiKey, partner: Partner) -> ApiKeyRecord:
-    created = _aware(key.created_at) or utcnow()
+    created = key.created_at or utcnow()
     return ApiKeyRecord(
         prefix=key.prefix, partner_id=partner.id, partner_slug=partner.slug,
         partner_name=partner.name,
-        label=key.label, created_at=created, last_used_at=_aware(key.last_used_at),
-        revoked_at=_aware(key.revoked_at), rate_limit_per_minute=key.rate_limit_per_minute,
+        label=key.label, created_at=created, last_used_at=key.last_used_at,
+        revoked_at=key.revoked_at, rate_limit_per_minute=key.rate_limit_per_minute,
     )
 
 
@@ -363,7 +357,7 @@ def authenticate(session: Session, *, plaintext: str,
     if key.revoked_at is not None or not partner.active:
         return None
     now = utcnow()
-    last_used = _aware(key.last_used_at)
+    last_used = key.last_used_at
     if last_used is None or now - last_used >= LAST_USED_RESOLUTION:
         key.last_used_at = now
         session.flush()

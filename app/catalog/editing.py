@@ -26,8 +26,9 @@ from app.accounts import audit
 from app.accounts.audit import Actor
 from app.catalog import repository
 from app.catalog import service as catalog_service
+from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS
 from app.catalog.service import CatalogCache
-from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS, GpuSku, ModelCard, System
+from app.db.tables import GpuSku, ModelCard, System
 from app.engine.shapes import ShapeError, parse_config
 from app.errors import Conflict, InvalidInput, NotFound
 from app.estimates import inline_config

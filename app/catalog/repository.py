@@ -7,20 +7,11 @@ seed and for staff edits that need optimistic locking.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
 from app.db.tables import GpuSku, ModelCard, System
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; every timestamp we store is UTC."""
-    if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment
 
 
 def gpu_record(row: GpuSku) -> GpuRecord:
@@ -48,7 +39,7 @@ def gpu_record(row: GpuSku) -> GpuRecord:
         product_url=row.product_url,
         active=row.active,
         sources=tuple(str(source) for source in row.sources),
-        updated_at=_aware(row.updated_at),
+        updated_at=row.updated_at,
         version=row.version,
     )
 
@@ -67,7 +58,7 @@ def system_record(row: System, gpu_slug: str) -> SystemRecord:
         product_url=row.product_url,
         stock_status=row.stock_status,
         active=row.active,
-        updated_at=_aware(row.updated_at),
+        updated_at=row.updated_at,
         version=row.version,
     )
 
@@ -90,7 +81,7 @@ def model_record(row: ModelCard) -> ModelRecord:
         license=row.license,
         gated=row.gated,
         active=row.active,
-        updated_at=_aware(row.updated_at),
+        updated_at=row.updated_at,
         version=row.version,
     )
 

@@ -11,9 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
 from app.errors import NotFound
+
+# The catalog's vocabularies; the tables' CHECK constraints are built from these.
+StockStatus = Literal["in_stock", "on_order", "on_request"]
+STOCK_STATUSES: tuple[StockStatus, ...] = get_args(StockStatus)
+"""What the shop says about availability (staff set it; the seed only on insert)."""
+SystemKind = Literal["workstation", "server", "appliance"]
+SYSTEM_KINDS: tuple[SystemKind, ...] = get_args(SystemKind)
+"""The kinds of system the shop configures around its cards."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,16 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.catalog import repository, revision
-from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
+from app.catalog.schemas import (
+    STOCK_STATUSES,
+    SYSTEM_KINDS,
+    Catalog,
+    GpuRecord,
+    ModelRecord,
+    SystemRecord,
+)
 from app.config import SEED_DIR
-from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS, GpuSku, ModelCard, System
+from app.db.tables import GpuSku, ModelCard, System
 from app.engine.shapes import ShapeError, parse_config
 
 GPU_FACTS: tuple[str, ...] = (

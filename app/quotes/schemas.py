@@ -11,7 +11,8 @@ from typing import Any, Literal, get_args
 ItemKind = Literal["gpu", "system"]
 ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
 """What a customer or partner can ask a quote for: a card or a system of the catalog."""
-LINE_KINDS: tuple[str, ...] = (*ITEM_KINDS, "other")
+LineKind = Literal[ItemKind, "other"]
+LINE_KINDS: tuple[LineKind, ...] = get_args(LineKind)
 """What staff can price on a line: a catalog item, or anything else (installation, shipping)."""
 QuoteStatus = Literal["new", "in_progress", "sent", "accepted", "expired"]
 QUOTE_STATUSES: tuple[QuoteStatus, ...] = get_args(QuoteStatus)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.db.tables import STOCK_STATUSES, SYSTEM_KINDS
+from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS
 from app.html import forms
 from app.html.forms import N_, FieldErrors
 from app.staff import forms as staff_forms

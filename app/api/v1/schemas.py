@@ -17,13 +17,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic_core import PydanticCustomError
 
+from app.catalog.schemas import StockStatus, SystemKind
 from app.engine.activations import Attention
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits
+from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
 
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Money = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]{2}$", examples=["8990.00"])]
-StockStatus = Literal["in_stock", "on_order", "on_request"]
 Text200 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
 
@@ -89,7 +90,7 @@ class System(_Out):
 
     slug: str = Field(examples=["ws-4x-rtx-pro-6000"])
     name: str
-    kind: Literal["workstation", "server", "appliance"]
+    kind: SystemKind
     gpu: str = Field(description="Slug of the card inside.", examples=["rtx-pro-6000"])
     gpu_count: int = Field(examples=[4])
     gpu_interconnect: str
@@ -354,7 +355,7 @@ class QuoteRequestIn(BaseModel):
         }]},
     )
 
-    item_kind: Literal["gpu", "system"]
+    item_kind: ItemKind
     item_slug: Slug
     quantity: int = Field(default=1, ge=1, le=1000)
     estimate: EstimateInput = Field(description="The job the quote is for (its sizing is kept).")
@@ -372,7 +373,7 @@ class QuoteRequestIn(BaseModel):
 
 class QuoteLineOut(_Out):
     position: int
-    item_kind: Literal["gpu", "system", "other"]
+    item_kind: LineKind
     item_slug: str | None
     description: str
     quantity: int
@@ -393,11 +394,11 @@ class QuoteRequestOut(_Out):
 
     id: str = Field(description="The reference; use it in GET /quote-requests/{id}.",
                     examples=["Q-7KX2M9PA"])
-    status: Literal["new", "in_progress", "sent", "accepted", "expired"]
+    status: QuoteStatus
     created_at: datetime
     updated_at: datetime
     partner_reference: str | None
-    item_kind: Literal["gpu", "system"]
+    item_kind: ItemKind
     item_slug: str
     item_name: str
     quantity: int
