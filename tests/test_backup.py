@@ -156,8 +156,11 @@ def test_importing_into_a_database_with_rows_is_refused_without_replace(
         (lambda d: d["tables"].update(secrets=[]), "unknown at this migration"),
         (lambda d: d["tables"]["quote_line"][0].update(quantity=-1), "refused"),
         (lambda d: d["tables"]["quote_request"][0].update(valid_until="soon"), "not valid"),
+        (lambda d: d["tables"]["quote_request"][0].update(created_at="2026-12-01T09:00:00"),
+         "needs its time zone"),
     ],
-    ids=["other migration", "not ours", "unknown table", "constraint", "bad date"],
+    ids=["other migration", "not ours", "unknown table", "constraint", "bad date",
+         "timestamp without zone"],
 )
 def test_a_bad_backup_writes_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, filled_database_url: str,
