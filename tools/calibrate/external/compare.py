@@ -1,0 +1,196 @@
+"""Hold the engine to published GPU measurements (issue 15, point 7).
+
+Runs ``app.engine.estimate`` on every figure in ``figures.json`` (next to this file) and prints,
+per case, the engine's number against the counter the source reports, then per source the
+median and largest absolute error and their sign.
+
+Which engine number is compared with which counter:
+
+* ``max_memory_allocated`` and torchtune's "peak memory active" count the bytes of live tensors
+  at the worst moment of the run. That is what the engine's ``peak_live_bytes`` models (the
+  largest phase of the step: weights, optimizer states, gradients, activations, the loss head,
+  autocast copies, a gathered ZeRO-3 layer; see ``step_model`` in app/engine/estimate.py). It
+  leaves out the CUDA context and the allocator's margin, which the allocated counter does not
+  see either, so ``per_gpu_bytes.total`` would over-count by about 1 GiB plus 10 % of the
+  per-step tensors.
+* ``max_memory_reserved``, nvidia-smi / "memory used" screenshots and capacity figures (the
+  longest sequence that fitted a card of a given size) include the caching allocator's reserve
+  and the CUDA context, which is what ``per_gpu_bytes.total`` adds on top of the live peak
+  (``fit.StepModel.totals``: ``max(live, states) + fragmentation + context``). For a capacity
+  figure the reported bytes are the card's memory, so the error says how far the engine's
+  total at that length lands from the card: below zero the engine would have called a run that
+  filled the card smaller than it was (under-sizing).
+
+The error is ``(engine - reported) / reported``: negative means the engine under-estimates,
+the error a shop must not make. Figures marked ``excluded`` (an impossible set-up, a copied
+row, settings the source does not state) are listed with their reason and left out of the
+statistics. Settings the engine cannot express (pure bf16, FSDP rather than DeepSpeed,
+torch.compile, a LoRA on lm_head, ...) are printed per case; the job is then run with the
+nearest expressible settings and the case still counts.
+
+Usage::
+
+    python -m tools.calibrate.external.compare            # table per case and per source
+    python -m tools.calibrate.external.compare --json     # the same as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.engine import EngineError, Job, ModelShape, estimate, parse_config
+
+HERE = Path(__file__).resolve().parent
+FIGURES = HERE / "figures.json"
+REPO = HERE.parents[2]
+CATALOG = REPO / "app" / "catalog" / "seed" / "models.json"
+CATALOG_CONFIGS = REPO / "app" / "catalog" / "seed" / "models"
+
+# Counters whose figure is the live-tensor peak (torch's allocated / active statistics); every
+# other counter (reserved, nvidia-smi, card capacity) is compared with the per-GPU total.
+ALLOCATED_COUNTERS = ("max_memory_allocated", "peak memory active", "'Peak Memory per GPU'")
+
+GB = 10**9
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    source: str
+    counter: str
+    compared: str
+    reported_bytes: int
+    engine_bytes: int | None
+    error: float | None
+    excluded: str | None
+    not_expressible: tuple[str, ...]
+    failure: str | None = None
+
+
+def _catalog_configs() -> dict[str, Path]:
+    data = json.loads(CATALOG.read_text())
+    return {m["slug"]: CATALOG_CONFIGS / m["config"] for m in data["models"]}
+
+
+def load_shape(model: str, catalog: dict[str, Path]) -> ModelShape:
+    """A catalog slug, or a config.json path relative to this folder."""
+    path = HERE / model if model.endswith(".json") else catalog[model]
+    return parse_config(json.loads(path.read_text()))
+
+
+def to_job(fields: dict[str, Any]) -> Job:
+    values = dict(fields)
+    if isinstance(values.get("lora_targets"), list):
+        values["lora_targets"] = tuple(values["lora_targets"])
+    return Job(**values)
+
+
+def compared_figure(counter: str) -> str:
+    if counter.startswith(ALLOCATED_COUNTERS):
+        return "peak_live_bytes"
+    return "per_gpu_bytes.total"
+
+
+def run_case(figure: dict[str, Any], catalog: dict[str, Path]) -> Case:
+    counter = figure["counter"]
+    compared = compared_figure(counter)
+    common = dict(
+        id=figure["id"], source=figure["source"], counter=counter, compared=compared,
+        reported_bytes=figure["reported_bytes"], excluded=figure.get("excluded"),
+        not_expressible=tuple(figure.get("not_expressible", ())),
+    )
+    try:
+        shape = load_shape(figure["model"], catalog)
+        result = estimate(shape, to_job(figure["job"]), (), with_levers=False)
+    except EngineError as exc:
+        return Case(engine_bytes=None, error=None, failure=f"engine refuses: {exc}", **common)
+    engine = (result.peak_live_bytes if compared == "peak_live_bytes"
+              else result.per_gpu_bytes.total)
+    error = (engine - figure["reported_bytes"]) / figure["reported_bytes"]
+    return Case(engine_bytes=engine, error=error, **common)
+
+
+def summary(cases: list[Case]) -> dict[str, dict[str, Any]]:
+    """Per source: how many counted, median and largest |error|, and how many under."""
+    out: dict[str, dict[str, Any]] = {}
+    for source in dict.fromkeys(c.source for c in cases):
+        mine = [c for c in cases if c.source == source]
+        counted = [c.error for c in mine if c.error is not None and not c.excluded]
+        if not counted:
+            out[source] = {"n": 0, "excluded": len(mine)}
+            continue
+        worst = max(counted, key=abs)
+        out[source] = {
+            "n": len(counted),
+            "excluded": sum(1 for c in mine if c.excluded),
+            "median_abs_error": statistics.median(abs(e) for e in counted),
+            "median_error": statistics.median(counted),
+            "max_abs_error": abs(worst),
+            "max_error_signed": worst,
+            "under": sum(1 for e in counted if e < 0),
+        }
+    return out
+
+
+def _fmt_error(error: float | None) -> str:
+    return "   -   " if error is None else f"{error * 100:+6.1f}%"
+
+
+def print_table(cases: list[Case], stats: dict[str, dict[str, Any]]) -> None:
+    for source in stats:
+        print(f"\n== {source}")
+        print(f"{'case':48} {'compared':20} {'reported':>9} {'engine':>9} {'error':>8}")
+        for c in (c for c in cases if c.source == source):
+            engine = "-" if c.engine_bytes is None else f"{c.engine_bytes / GB:.2f}"
+            mark = " [excluded]" if c.excluded else ""
+            print(f"{c.id:48} {c.compared:20} {c.reported_bytes / GB:9.2f} {engine:>9} "
+                  f"{_fmt_error(c.error)}{mark}")
+            if c.failure:
+                print(f"    ! {c.failure}")
+            if c.excluded:
+                print(f"    excluded: {c.excluded}")
+            for item in c.not_expressible:
+                print(f"    cannot express: {item}")
+    print("\n== per source (GB = 1e9 bytes; error = (engine - reported) / reported)")
+    print(f"{'source':28} {'n':>3} {'excl':>4} {'median|e|':>10} {'median e':>9} "
+          f"{'max|e|':>8} {'max e':>8} {'under':>5}")
+    counted: list[float] = []
+    for source, s in stats.items():
+        if not s["n"]:
+            print(f"{source:28} {0:3} {s['excluded']:4}")
+            continue
+        counted += [c.error for c in cases
+                    if c.source == source and c.error is not None and not c.excluded]
+        print(f"{source:28} {s['n']:3} {s['excluded']:4} {s['median_abs_error'] * 100:9.1f}% "
+              f"{s['median_error'] * 100:+8.1f}% {s['max_abs_error'] * 100:7.1f}% "
+              f"{s['max_error_signed'] * 100:+7.1f}% {s['under']:5}")
+    if counted:
+        print(f"{'all':28} {len(counted):3} {'':4} "
+              f"{statistics.median(abs(e) for e in counted) * 100:9.1f}% "
+              f"{statistics.median(counted) * 100:+8.1f}%")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    figures = json.loads(FIGURES.read_text())["figures"]
+    catalog = _catalog_configs()
+    cases = [run_case(f, catalog) for f in figures]
+    stats = summary(cases)
+    if args.json:
+        json.dump({"cases": [c.__dict__ for c in cases], "per_source": stats}, sys.stdout, indent=1)
+        print()
+    else:
+        print_table(cases, stats)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
