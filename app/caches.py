@@ -9,7 +9,8 @@ had to reset by hand and two applications in one process shared. Now ``create_ap
 object), each CLI command that needs one builds its own, and every service that uses a cache
 takes it as an argument. A new application (or a new test) starts with empty caches.
 
-How long each keeps what, and what drops it: docs/architecture.md, "Where caches live".
+The rule: docs/architecture.md rule 15. How long each keeps what, and what drops it:
+docs/architecture.md, "Where caches live".
 """
 
 from __future__ import annotations

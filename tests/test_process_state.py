@@ -1,4 +1,5 @@
-"""Two properties of app/ that review alone kept losing (issue 14, point 2):
+"""Two properties of app/ that review alone kept losing (issue 14, point 2; docs/architecture.md
+rule 15):
 
 * **No import cycles.** ``app.catalog.seed`` and ``app.catalog.service`` imported each other;
   a cycle makes import order matter and hides which module owns what. Every import counts,
