@@ -70,6 +70,7 @@ class Case:
     error: float | None
     excluded: str | None
     not_expressible: tuple[str, ...]
+    group: str
     failure: str | None = None
 
 
@@ -97,13 +98,19 @@ def compared_figure(counter: str) -> str:
     return "per_gpu_bytes.total"
 
 
+def group_of(figure: dict[str, Any]) -> str:
+    """The method, and whether the run spans several GPUs (the groups engine work is planned by)."""
+    job = figure["job"]
+    return f"{job['method']}{'-multi-gpu' if job.get('gpus', 1) > 1 else ''}"
+
+
 def run_case(figure: dict[str, Any], catalog: dict[str, Path]) -> Case:
     counter = figure["counter"]
     compared = compared_figure(counter)
     common = dict(
         id=figure["id"], source=figure["source"], counter=counter, compared=compared,
         reported_bytes=figure["reported_bytes"], excluded=figure.get("excluded"),
-        not_expressible=tuple(figure.get("not_expressible", ())),
+        not_expressible=tuple(figure.get("not_expressible", ())), group=group_of(figure),
     )
     try:
         shape = load_shape(figure["model"], catalog)
@@ -116,11 +123,13 @@ def run_case(figure: dict[str, Any], catalog: dict[str, Path]) -> Case:
     return Case(engine_bytes=engine, error=error, **common)
 
 
-def summary(cases: list[Case]) -> dict[str, dict[str, Any]]:
-    """Per source: how many counted, median and largest |error|, and how many under."""
+def summary(cases: list[Case], by_group: bool = False) -> dict[str, dict[str, Any]]:
+    """Per source (or per source and group): how many counted, median and largest |error|,
+    and how many under."""
     out: dict[str, dict[str, Any]] = {}
-    for source in dict.fromkeys(c.source for c in cases):
-        mine = [c for c in cases if c.source == source]
+    key = (lambda c: f"{c.source} / {c.group}") if by_group else (lambda c: c.source)
+    for source in dict.fromkeys(key(c) for c in cases):
+        mine = [c for c in cases if key(c) == source]
         counted = [c.error for c in mine if c.error is not None and not c.excluded]
         if not counted:
             out[source] = {"n": 0, "excluded": len(mine)}
@@ -142,7 +151,8 @@ def _fmt_error(error: float | None) -> str:
     return "   -   " if error is None else f"{error * 100:+6.1f}%"
 
 
-def print_table(cases: list[Case], stats: dict[str, dict[str, Any]]) -> None:
+def print_table(cases: list[Case], stats: dict[str, dict[str, Any]],
+                groups: dict[str, dict[str, Any]]) -> None:
     for source in stats:
         print(f"\n== {source}")
         print(f"{'case':48} {'compared':20} {'reported':>9} {'engine':>9} {'error':>8}")
@@ -157,23 +167,27 @@ def print_table(cases: list[Case], stats: dict[str, dict[str, Any]]) -> None:
                 print(f"    excluded: {c.excluded}")
             for item in c.not_expressible:
                 print(f"    cannot express: {item}")
-    print("\n== per source (GB = 1e9 bytes; error = (engine - reported) / reported)")
-    print(f"{'source':28} {'n':>3} {'excl':>4} {'median|e|':>10} {'median e':>9} "
-          f"{'max|e|':>8} {'max e':>8} {'under':>5}")
-    counted: list[float] = []
-    for source, s in stats.items():
-        if not s["n"]:
-            print(f"{source:28} {0:3} {s['excluded']:4}")
-            continue
-        counted += [c.error for c in cases
-                    if c.source == source and c.error is not None and not c.excluded]
-        print(f"{source:28} {s['n']:3} {s['excluded']:4} {s['median_abs_error'] * 100:9.1f}% "
-              f"{s['median_error'] * 100:+8.1f}% {s['max_abs_error'] * 100:7.1f}% "
-              f"{s['max_error_signed'] * 100:+7.1f}% {s['under']:5}")
+    print("\n== per source and method (error = (engine - reported) / reported)")
+    _print_stats(groups)
+    print("\n== per source")
+    _print_stats(stats)
+    counted = [c.error for c in cases if c.error is not None and not c.excluded]
     if counted:
-        print(f"{'all':28} {len(counted):3} {'':4} "
+        print(f"{'all':44} {len(counted):3} {'':4} "
               f"{statistics.median(abs(e) for e in counted) * 100:9.1f}% "
               f"{statistics.median(counted) * 100:+8.1f}%")
+
+
+def _print_stats(stats: dict[str, dict[str, Any]]) -> None:
+    print(f"{'source':44} {'n':>3} {'excl':>4} {'median|e|':>10} {'median e':>9} "
+          f"{'max|e|':>8} {'max e':>8} {'under':>5}")
+    for source, s in stats.items():
+        if not s["n"]:
+            print(f"{source:44} {0:3} {s['excluded']:4}")
+            continue
+        print(f"{source:44} {s['n']:3} {s['excluded']:4} {s['median_abs_error'] * 100:9.1f}% "
+              f"{s['median_error'] * 100:+8.1f}% {s['max_abs_error'] * 100:7.1f}% "
+              f"{s['max_error_signed'] * 100:+7.1f}% {s['under']:5}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,11 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     catalog = _catalog_configs()
     cases = [run_case(f, catalog) for f in figures]
     stats = summary(cases)
+    groups = summary(cases, by_group=True)
     if args.json:
-        json.dump({"cases": [c.__dict__ for c in cases], "per_source": stats}, sys.stdout, indent=1)
+        json.dump({"cases": [c.__dict__ for c in cases], "per_source": stats,
+                   "per_source_and_method": groups}, sys.stdout, indent=1)
         print()
     else:
-        print_table(cases, stats)
+        print_table(cases, stats, groups)
     return 0
 
 
