@@ -32,19 +32,23 @@ Usage::
 
     python -m tools.calibrate.external.compare            # table per case and per source
     python -m tools.calibrate.external.compare --json     # the same as JSON
+    python -m tools.calibrate.external.compare --fitcheck /tmp/venv/bin/fitcheck  # side by side
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.engine import EngineError, Job, ModelShape, estimate, parse_config
+from tools.calibrate.external.peer import fitcheck_bytes
 
 HERE = Path(__file__).resolve().parent
 FIGURES = HERE / "figures.json"
@@ -72,6 +76,9 @@ class Case:
     not_expressible: tuple[str, ...]
     group: str
     failure: str | None = None
+    peer_bytes: int | None = None
+    peer_error: float | None = None
+    peer_note: str | None = None
 
 
 def _catalog_configs() -> dict[str, Path]:
@@ -79,10 +86,13 @@ def _catalog_configs() -> dict[str, Path]:
     return {m["slug"]: CATALOG_CONFIGS / m["config"] for m in data["models"]}
 
 
+def config_path(model: str, catalog: dict[str, Path]) -> Path:
+    """A catalog slug's config, or a config.json path relative to this folder."""
+    return HERE / model if model.endswith(".json") else catalog[model]
+
+
 def load_shape(model: str, catalog: dict[str, Path]) -> ModelShape:
-    """A catalog slug, or a config.json path relative to this folder."""
-    path = HERE / model if model.endswith(".json") else catalog[model]
-    return parse_config(json.loads(path.read_text()))
+    return parse_config(json.loads(config_path(model, catalog).read_text()))
 
 
 def to_job(fields: dict[str, Any]) -> Job:
@@ -104,7 +114,8 @@ def group_of(figure: dict[str, Any]) -> str:
     return f"{job['method']}{'-multi-gpu' if job.get('gpus', 1) > 1 else ''}"
 
 
-def run_case(figure: dict[str, Any], catalog: dict[str, Path]) -> Case:
+def run_case(figure: dict[str, Any], catalog: dict[str, Path],
+             peer: tuple[str, Path] | None = None) -> Case:
     counter = figure["counter"]
     compared = compared_figure(counter)
     common = dict(
@@ -120,7 +131,16 @@ def run_case(figure: dict[str, Any], catalog: dict[str, Path]) -> Case:
     engine = (result.peak_live_bytes if compared == "peak_live_bytes"
               else result.per_gpu_bytes.total)
     error = (engine - figure["reported_bytes"]) / figure["reported_bytes"]
-    return Case(engine_bytes=engine, error=error, **common)
+    case = Case(engine_bytes=engine, error=error, **common)
+    if peer is None:
+        return case
+    exe, hf_home = peer
+    peer_bytes, note = fitcheck_bytes(exe, figure, config_path(figure["model"], catalog),
+                                      hf_home, compared == "peak_live_bytes")
+    peer_error = (None if peer_bytes is None
+                  else (peer_bytes - figure["reported_bytes"]) / figure["reported_bytes"])
+    return dataclasses.replace(case, peer_bytes=peer_bytes, peer_error=peer_error,
+                               peer_note=note)
 
 
 def summary(cases: list[Case], by_group: bool = False) -> dict[str, dict[str, Any]]:
@@ -135,6 +155,8 @@ def summary(cases: list[Case], by_group: bool = False) -> dict[str, dict[str, An
             out[source] = {"n": 0, "excluded": len(mine)}
             continue
         worst = max(counted, key=abs)
+        both = [c for c in mine if c.error is not None and c.peer_error is not None
+                and not c.excluded]
         out[source] = {
             "n": len(counted),
             "excluded": sum(1 for c in mine if c.excluded),
@@ -143,6 +165,13 @@ def summary(cases: list[Case], by_group: bool = False) -> dict[str, dict[str, An
             "max_abs_error": abs(worst),
             "max_error_signed": worst,
             "under": sum(1 for e in counted if e < 0),
+            "both_n": len(both),
+            "both_engine_median_abs_error": (
+                statistics.median(abs(c.error) for c in both if c.error is not None)
+                if both else None),
+            "both_fitcheck_median_abs_error": (
+                statistics.median(abs(c.peer_error) for c in both if c.peer_error is not None)
+                if both else None),
         }
     return out
 
@@ -159,10 +188,13 @@ def print_table(cases: list[Case], stats: dict[str, dict[str, Any]],
         for c in (c for c in cases if c.source == source):
             engine = "-" if c.engine_bytes is None else f"{c.engine_bytes / GB:.2f}"
             mark = " [excluded]" if c.excluded else ""
+            peer = "" if c.peer_error is None else f"  fitcheck {_fmt_error(c.peer_error)}"
             print(f"{c.id:48} {c.compared:20} {c.reported_bytes / GB:9.2f} {engine:>9} "
-                  f"{_fmt_error(c.error)}{mark}")
+                  f"{_fmt_error(c.error)}{peer}{mark}")
             if c.failure:
                 print(f"    ! {c.failure}")
+            if c.peer_note and not c.excluded:
+                print(f"    fitcheck: {c.peer_note}")
             if c.excluded:
                 print(f"    excluded: {c.excluded}")
             for item in c.not_expressible:
@@ -180,23 +212,35 @@ def print_table(cases: list[Case], stats: dict[str, dict[str, Any]],
 
 def _print_stats(stats: dict[str, dict[str, Any]]) -> None:
     print(f"{'source':44} {'n':>3} {'excl':>4} {'median|e|':>10} {'median e':>9} "
-          f"{'max|e|':>8} {'max e':>8} {'under':>5}")
+          f"{'max|e|':>8} {'max e':>8} {'under':>5}  both: n, ours, fitcheck (median |e|)")
     for source, s in stats.items():
         if not s["n"]:
             print(f"{source:44} {0:3} {s['excluded']:4}")
             continue
         print(f"{source:44} {s['n']:3} {s['excluded']:4} {s['median_abs_error'] * 100:9.1f}% "
               f"{s['median_error'] * 100:+8.1f}% {s['max_abs_error'] * 100:7.1f}% "
-              f"{s['max_error_signed'] * 100:+7.1f}% {s['under']:5}")
+              f"{s['max_error_signed'] * 100:+7.1f}% {s['under']:5}{_both(s)}")
+
+
+def _both(s: dict[str, Any]) -> str:
+    if not s.get("both_n"):
+        return ""
+    return (f"  {s['both_n']:3} {s['both_engine_median_abs_error'] * 100:6.1f}% "
+            f"{s['both_fitcheck_median_abs_error'] * 100:6.1f}%")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--fitcheck", metavar="EXE",
+                        help="also run fitcheck-llm's CLI (e.g. a venv's bin/fitcheck) on each "
+                        "single-GPU figure and show its error beside ours (peer.py)")
     args = parser.parse_args(argv)
     figures = json.loads(FIGURES.read_text())["figures"]
     catalog = _catalog_configs()
-    cases = [run_case(f, catalog) for f in figures]
+    with tempfile.TemporaryDirectory(prefix="fitcheck-hf-") as hf_home:
+        peer = (args.fitcheck, Path(hf_home)) if args.fitcheck else None
+        cases = [run_case(f, catalog, peer) for f in figures]
     stats = summary(cases)
     groups = summary(cases, by_group=True)
     if args.json:
