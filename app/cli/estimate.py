@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,16 +81,26 @@ def load_catalog() -> Catalog:
     Active rows only, either way (an archived card is never held against the job).
 
     A SQLite database that does not exist yet counts as unreachable: connecting would create
-    it, and ``sizer estimate`` run in any directory left a ``data/sizer.db`` behind there."""
-    try:
-        from app.catalog.service import CatalogCache, get_catalog
-        from app.config import load_settings
-        from app.db import migrate
-        from app.db.session import database_file_missing, make_engine, make_session_factory
+    it, and ``sizer estimate`` run in any directory left a ``data/sizer.db`` behind there.
+    Only "not usable" falls back (a bad setting, a refused connection); anything else is a bug
+    and shows as one, instead of silently answering from the seed files."""
+    from app.config import ConfigurationError, load_settings
+    from app.db.session import database_file_missing
 
+    try:
         settings = load_settings()
-        if database_file_missing(settings.database_url):
-            return load_seed_catalog()
+    except ConfigurationError:
+        return load_seed_catalog()
+    if database_file_missing(settings.database_url):
+        return load_seed_catalog()  # and Alembic and the catalog service are never imported
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.catalog.service import CatalogCache, get_catalog
+    from app.db import migrate
+    from app.db.session import make_engine, make_session_factory
+
+    try:
         engine = make_engine(settings.database_url)
         try:
             if not migrate.migration_state(engine).at_head:
@@ -100,33 +109,31 @@ def load_catalog() -> Catalog:
                 catalog = get_catalog(session, CatalogCache())  # one read per command
         finally:
             engine.dispose()
-        return catalog if catalog.gpus else load_seed_catalog()
-    except Exception:
+    except (SQLAlchemyError, OSError):
         return load_seed_catalog()
+    return catalog if catalog.gpus else load_seed_catalog()
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        config = _read_config(args.model_config) if args.model_config else None
-        job = Job(
-            method=args.method, optimizer=args.optimizer, accounting=args.accounting,
-            lora_rank=args.lora_rank, lora_targets=_targets(args.lora_targets),
-            lora_dropout=args.lora_dropout, quant=args.quant, batch_size=args.batch_size,
-            seq_len=args.seq_len, gradient_checkpointing=args.gradient_checkpointing,
-            attention=args.attention, gpus=args.gpus, sharding=args.sharding,
-            offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
-            fused_optimizer_step=args.fused_optimizer_step,
-            activation_offload=args.activation_offload,
-            gradient_accumulation=args.gradient_accumulation,
-        )
-        request = service.EstimateRequest(
-            job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)
-        )
-        # The command's own (empty) answer cache: one estimate per process, nothing to share.
-        result = service.estimate(load_catalog(), request, cache=service.EstimateCache())
-    except DomainError as error:
-        print(f"sizer estimate: error: {error.detail}", file=sys.stderr)
-        return 2
+    config = _read_config(args.model_config) if args.model_config else None
+    job = Job(
+        method=args.method, optimizer=args.optimizer, accounting=args.accounting,
+        lora_rank=args.lora_rank, lora_targets=_targets(args.lora_targets),
+        lora_dropout=args.lora_dropout, quant=args.quant, batch_size=args.batch_size,
+        seq_len=args.seq_len, gradient_checkpointing=args.gradient_checkpointing,
+        attention=args.attention, gpus=args.gpus, sharding=args.sharding,
+        offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
+        fused_optimizer_step=args.fused_optimizer_step,
+        activation_offload=args.activation_offload,
+        gradient_accumulation=args.gradient_accumulation,
+    )
+    request = service.EstimateRequest(
+        job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)
+    )
+    # The command's own (empty) answer cache: one estimate per process, nothing to share.
+    # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as
+    # one line and exits 2, as for every command.
+    result = service.estimate(load_catalog(), request, cache=service.EstimateCache())
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:
