@@ -38,7 +38,7 @@ import platform
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -205,7 +205,10 @@ def _named_split(snap: dict[str, int]) -> dict[str, int]:
 
 def load_config_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(path) as f:
-        return json.load(f)
+        raw = json.load(f)
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: a model config is a JSON object, not {type(raw).__name__}")
+    return raw
 
 
 def build_model(case: Case, device: torch.device) -> tuple[torch.nn.Module, dict[str, Any]]:
@@ -264,7 +267,15 @@ def build_model(case: Case, device: torch.device) -> tuple[torch.nn.Module, dict
     return model, info
 
 
-def param_counts(model: torch.nn.Module) -> dict[str, int]:
+class ParamCounts(TypedDict):
+    """Parameter counts of a built model, as the record stores them."""
+
+    total: int
+    trainable: int
+    by_dtype: dict[str, int]
+
+
+def param_counts(model: torch.nn.Module) -> ParamCounts:
     seen: set[int] = set()
     total = trainable = 0
     by_dtype: dict[str, int] = {}
