@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlencode
 
 import pytest
-from httpx import Response
+from httpx2 import Response  # what starlette's TestClient returns
 
 from tests.security.catalogue import (
     BODIES,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from httpx import Response
+from httpx2 import Response  # what starlette's TestClient returns
 
 from app.accounts import staff as staff_accounts
 from app.catalog import editing

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import pytest
 from fastapi.testclient import TestClient
-from httpx import Response
+from httpx2 import Response  # what starlette's TestClient returns
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send

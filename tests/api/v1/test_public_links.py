@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
-from httpx import Response
+from httpx2 import Response  # what starlette's TestClient returns
 
 from tests.api.v1.test_quote_requests import request_body
 from tests.web.test_quotes import CONTACT, QUOTE, _form_fields
