@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import string
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,7 +49,11 @@ INSECURE_DEV_SECRET = "dev-insecure-secret-change-me"
 
 _LOCALE_RE = re.compile(r"^[a-z]{2}$")
 _COUNTRY_RE = re.compile(r"^[A-Z]{2}$")
-_TEMPLATE_FIELD_RE = re.compile(r"\{[a-z_]+\}")
+
+QUOTE_URL_FIELDS = {"sku": "rtx-pro-6000", "quantity": 1, "reference": "Q-8KYNFKWV"}
+"""The placeholders SIZER_QUOTE_URL_TEMPLATE may use, each with a value of the type the
+storefront fills in (``app/web/quotes.py``: the item's slug, the quantity asked for, the quote
+request's reference), so start-up can try the template once and refuse what would fail later."""
 
 DEFAULT_VAT_RATES: dict[str, Decimal] = {
     code: Decimal(rate) for code, rate in (
@@ -129,6 +134,25 @@ def _origin(value: str) -> str:
     except ValueError as exc:
         raise ValueError(f"{value!r} has an invalid port") from exc
     return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
+def _check_placeholders(template: str) -> None:
+    """Refuse a quote URL template that could not be filled in: a placeholder other than
+    :data:`QUOTE_URL_FIELDS`, a positional ``{}``, an unbalanced brace or a format the value
+    cannot take. Checked at start-up, so a typo (``{qty}``) stops the service with the setting's
+    name instead of every quote page silently losing its shop link."""
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"{template!r} is not a valid template ({exc})") from exc
+    for name in fields:
+        if name not in QUOTE_URL_FIELDS:
+            known = ", ".join(f"{{{field}}}" for field in QUOTE_URL_FIELDS)
+            raise ValueError(f"unknown placeholder {{{name}}} in {template!r}; use {known}")
+    try:
+        template.format(**QUOTE_URL_FIELDS)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{template!r} cannot be filled in ({exc})") from exc
 
 
 class ConfigurationError(Exception):
@@ -321,6 +345,7 @@ class Settings(BaseSettings):
             return None
         if not value.startswith(("https://", "http://")):
             raise ValueError(f"{value!r} must start with https:// or http://")
+        _check_placeholders(value)
         return value
 
     @field_validator("redis_url")

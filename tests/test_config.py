@@ -37,6 +37,18 @@ def test_lists_accept_commas_or_json(monkeypatch: pytest.MonkeyPatch) -> None:
         ("SIZER_DATABASE_URL", "mysql://x/y", "SIZER_DATABASE_URL: unsupported database"),
         ("SIZER_SECRET_KEY", "short", "SIZER_SECRET_KEY: must be at least 16"),
         ("SIZER_QUOTE_URL_TEMPLATE", "shop/{sku}", "SIZER_QUOTE_URL_TEMPLATE: 'shop/{sku}'"),
+        # a placeholder the storefront does not fill in used to pass start-up and then drop
+        # the shop link from every quote page without a word (issue 14, point 5)
+        ("SIZER_QUOTE_URL_TEMPLATE", "https://shop.example/q?sku={sku}&qty={qty}",
+         "SIZER_QUOTE_URL_TEMPLATE: unknown placeholder {qty}"),
+        ("SIZER_QUOTE_URL_TEMPLATE", "https://shop.example/q/{}",
+         "SIZER_QUOTE_URL_TEMPLATE: unknown placeholder {}"),
+        ("SIZER_QUOTE_URL_TEMPLATE", "https://shop.example/q/{sku.upper}",
+         "SIZER_QUOTE_URL_TEMPLATE: unknown placeholder {sku.upper}"),
+        ("SIZER_QUOTE_URL_TEMPLATE", "https://shop.example/q/{sku",
+         "SIZER_QUOTE_URL_TEMPLATE: 'https://shop.example/q/{sku' is not a valid template"),
+        ("SIZER_QUOTE_URL_TEMPLATE", "https://shop.example/q?n={sku:d}",
+         "SIZER_QUOTE_URL_TEMPLATE: 'https://shop.example/q?n={sku:d}' cannot be filled in"),
         ("SIZER_METRICS_ALLOW_IPS", "127.0.0.1,prometheus",
          "SIZER_METRICS_ALLOW_IPS: 'prometheus' is not an IP address or network"),
         ("SIZER_METRICS_TOKEN", "short", "SIZER_METRICS_TOKEN: must be at least 16"),
@@ -53,6 +65,21 @@ def test_bad_values_name_the_setting(
     assert str(caught.value).startswith(message)
     assert caught.value.setting == name
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://shop.example/quote?sku={sku}&qty={quantity}&ref={reference}",
+        "https://shop.example/basket/{sku}?n={quantity:d}&literal={{braces}}",
+        "https://shop.example/contact",
+    ],
+)
+def test_a_quote_url_template_with_known_placeholders_is_kept(
+    monkeypatch: pytest.MonkeyPatch, template: str
+) -> None:
+    monkeypatch.setenv("SIZER_QUOTE_URL_TEMPLATE", template)
+    assert load_settings().quote_url_template == template
 
 
 def _sizer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str, **env: str) -> Run:

@@ -1,5 +1,9 @@
-"""Database plumbing: metadata, tables, engines, sessions and migrations.
+"""Database plumbing: declarative base, tables, the UTC timestamp type, engines and sessions,
+migrations and backups.
 
-Only the domains (``app.catalog`` and later quotes/accounts) use this package;
-the engine never does (import-linter contract).
+The domains (``app.catalog``, ``app.quotes``, ``app.accounts``) query through it. The HTTP
+surfaces take only sessions, the outage check and the migration state from it (the request's
+session dependency lives in ``app.http``); the CLI opens it through ``app.cli.database``, and
+``sizer db`` also migrates and backs up. It imports no web framework and the engine never
+imports it (import contracts in ``pyproject.toml``).
 """

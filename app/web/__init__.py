@@ -1,1 +1,3 @@
-"""Customer-facing surface (pages come later); for now the health probes."""
+"""The customer surface: the calculator, quote requests and their ``/q/`` pages, the language
+switch, "How we calculate", the health probes and the customer's error pages
+(docs/architecture.md, "What each package owns")."""

@@ -1,7 +1,10 @@
 """Domain errors and HTTP errors as customer pages (docs/architecture.md rule 9, HTML surface).
 
-Paths under ``/api/`` are left to the partner API's own problem+json handling: for them these
-handlers answer JSON, so registering the HTML surface never changes what partners get.
+These handlers never see a partner API request: the v1 sub-application mounted at ``/api/v1``
+answers its own errors as problem+json (``app/api/v1/problems.py``), and ``app.api``'s handler,
+registered after these, takes every other HTTP error on an ``/api`` path before it would reach
+:func:`http_error`. So everything here renders a page (or FastAPI's plain answer for a status
+that has no page).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -22,12 +25,8 @@ from app.html.templating import render
 logger = logging.getLogger(__name__)
 
 
-def _is_api(request: Request) -> bool:
-    return request.url.path.startswith("/api/")
-
-
 def _wants_html(request: Request) -> bool:
-    return not _is_api(request) and "text/html" in request.headers.get("accept", "")
+    return "text/html" in request.headers.get("accept", "")
 
 
 def _page(request: Request, status: int, detail: str | None) -> Response:
@@ -39,12 +38,6 @@ def _page(request: Request, status: int, detail: str | None) -> Response:
 
 async def domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DomainError)
-    if _is_api(request):
-        return JSONResponse(
-            {"type": "about:blank", "title": exc.code, "status": exc.status_code,
-             "detail": exc.detail},
-            status_code=exc.status_code, media_type="application/problem+json",
-        )
     return _page(request, exc.status_code, None)
 
 
@@ -52,7 +45,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if (_wants_html(request) or is_htmx(request)) and exc.status_code in (404, 405):
         return _page(request, exc.status_code, None)
-    if exc.status_code == 415 and not _is_api(request):  # only pages read forms
+    if exc.status_code == 415:  # a page's form sent as something else
         return _page(request, exc.status_code, None)
     return await http_exception_handler(request, exc)
 

@@ -82,16 +82,16 @@ def client_key(request: Request) -> str:
 
 
 def shop_quote_url(settings: Settings, record: QuoteRequestRecord) -> str | None:
-    """The shop's own quote URL with SKU, quantity and reference filled in, if configured."""
+    """The shop's own quote URL with SKU, quantity and reference filled in, if configured.
+
+    Start-up refused a template with any other placeholder or a format these values cannot
+    take (``app.config.QUOTE_URL_FIELDS``), so filling it in cannot fail here."""
     if not settings.quote_url_template:
         return None
-    try:
-        return settings.quote_url_template.format(
-            sku=quote(record.item_slug, safe=""), quantity=record.contact.quantity,
-            reference=quote(record.reference, safe=""),
-        )
-    except (KeyError, IndexError, ValueError):
-        return None
+    return settings.quote_url_template.format(
+        sku=quote(record.item_slug, safe=""), quantity=record.contact.quantity,
+        reference=quote(record.reference, safe=""),
+    )
 
 
 @dataclass(frozen=True)

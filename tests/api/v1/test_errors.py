@@ -47,3 +47,15 @@ def test_a_path_no_route_can_match_is_still_a_problem(
 ) -> None:
     assert_problem(client.get("/api/v1/models/a%0Ab", headers=auth), 404)
     assert_problem(client.get("/api/v%0A1/gpus", headers=auth), 404)
+
+
+def test_the_storefront_error_pages_never_answer_an_api_path(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """The HTML surface's handlers (app/web/errors.py) have no API branch: a form body, an HTML
+    Accept header or a POST to an unknown /api path still gets the API's own problem."""
+    sent_as_form = client.post("/api/v1/estimates", data={"model": "llama-3.1-8b"},
+                               headers={**auth, "Accept": "text/html"})
+    assert sent_as_form.headers["content-type"] == "application/problem+json"
+    assert_problem(client.post("/api/nope", data={"a": "b"},
+                               headers={**auth, "Accept": "text/html"}), 404)
