@@ -201,7 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stored = _stored_names(service.database_url, prefix)
 
     window_end = (timeline.ready_again or timeline.start_done) + GRACE_S
-    in_window = lambda t: timeline.stop_at - 0.5 <= t <= window_end  # noqa: E731
+
+    def in_window(t: float) -> bool:
+        return timeline.stop_at - 0.5 <= t <= window_end
+
     est_errors = [o for o in estimates if o.status != 200]
     est_errors_outside = [o for o in est_errors if not in_window(o.started)]
     est_ok_during = [o for o in estimates if o.status == 200

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
-from app.engine import Job
+from app.engine import EstimateResult, GpuSpec, Job, ModelShape
+from app.engine import estimate as engine_estimate
 from app.errors import InvalidInput
 from app.estimates import service
 from app.estimates.service import EstimateCache, EstimateRequest
@@ -27,11 +29,12 @@ def catalog() -> Catalog:
 @pytest.fixture
 def engine_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     calls: list[str] = []
-    real = service.engine_estimate
 
-    def counting(*args: object, **kwargs: object) -> object:
+    def counting(
+        shape: ModelShape, job: Job, gpus: Sequence[GpuSpec], *, with_levers: bool = True
+    ) -> EstimateResult:
         calls.append("engine")
-        return real(*args, **kwargs)
+        return engine_estimate(shape, job, gpus, with_levers=with_levers)
 
     monkeypatch.setattr(service, "engine_estimate", counting)
     yield calls
@@ -114,7 +117,8 @@ def test_the_api_document_is_the_engine_document_serialised_once(
 def test_every_surface_s_bounds_are_held_in_the_service(
     catalog: Catalog, engine_calls: list[str], cache: EstimateCache, field: str, value: int
 ) -> None:
-    job = dataclasses.replace(LORA.job, **{field: value})
+    changes: dict[str, Any] = {field: value}  # the field is a parameter, so its type is too
+    job = dataclasses.replace(LORA.job, **changes)
     with pytest.raises(InvalidInput, match=f"^{field}: at most"):
         service.estimate(catalog, dataclasses.replace(LORA, job=job), cache=cache)
     assert engine_calls == []

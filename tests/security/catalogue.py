@@ -16,8 +16,9 @@ written to a file for ``sizer estimate --model-config``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from tests.security.return_paths import HOSTILE_RETURN_PATHS as HOSTILE_RETURN_PATHS
@@ -95,7 +96,7 @@ class BadInput:
     """Where the 422 points, if not at the field itself (``body`` for unreadable JSON)."""
     page_text: str | None = None
     """What the page gets when it differs from ``text`` (the page reads text only)."""
-    context: dict[str, str] = field(default_factory=dict)
+    context: dict[str, str] = dataclasses.field(default_factory=dict)  # `field`: attribute above
     """Other fields set along (logical name -> text), for bad combinations."""
     surfaces: frozenset[Surface] = ALL
     echoes_markup: bool = False
