@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from app.catalog import revision
 from app.catalog import seed as seed_module
 from app.catalog.seed import SeedError, read_seed, seed_database
 from app.config import SEED_DIR
@@ -188,7 +189,7 @@ def test_an_interrupted_first_seed_leaves_an_empty_catalog(
     def fail(*_args: Any, **_kwargs: Any) -> None:
         raise RuntimeError("injected failure before the revision bump")
 
-    monkeypatch.setattr(seed_module.revision, "bump", fail)
+    monkeypatch.setattr(revision, "bump", fail)  # the module seed calls it through
     with pytest.raises(RuntimeError, match="injected"):
         _seed(session_factory, seed_files)
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from app.catalog import revision
 from app.catalog import service as catalog_service
-from app.catalog.schemas import Catalog, GpuRecord
+from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.catalog.seed import load_seed_catalog, seed_database
 from app.catalog.service import CatalogCache
 from app.db.session import SessionFactory
@@ -235,7 +235,10 @@ def test_database_and_seed_catalogs_agree(
 
     def facts(catalog: Catalog) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
-        for group in (catalog.gpus, catalog.systems, catalog.models):
+        groups: tuple[tuple[GpuRecord | SystemRecord | ModelRecord, ...], ...] = (
+            catalog.gpus, catalog.systems, catalog.models,
+        )
+        for group in groups:
             for record in sorted(group, key=lambda r: r.slug):
                 values = dataclasses.asdict(record)
                 values.pop("updated_at")

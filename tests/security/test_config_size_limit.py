@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.runner import sizer
 from tests.security.catalogue import (
     LARGEST_CONFIG,
     LLAMA,
@@ -24,7 +25,6 @@ from tests.security.catalogue import (
 )
 from tests.security.conftest import RowCounts, Shop
 from tests.security.test_bad_inputs_api import assert_problem, post
-from tests.security.test_bad_inputs_cli import sizer
 from tests.security.test_bad_inputs_page import FORM, HX, _encode, inline_error
 
 SIZE_MESSAGE = "A config.json may be at most 256 KB."

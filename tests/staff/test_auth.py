@@ -100,7 +100,7 @@ def test_cookie_is_secure_over_https(
     make_client: Callable[..., TestClient], users: SessionFactory
 ) -> None:
     client = make_client()
-    client.base_url = client.base_url.copy_with(scheme="https")  # type: ignore[misc]
+    client.base_url = client.base_url.copy_with(scheme="https")
     form = client.get("/staff/sign-in")
     response = client.post("/staff/sign-in", data={
         "csrf_token": hidden(form.text, "csrf_token"), "email": SALES[0], "password": SALES[1]})

@@ -42,11 +42,12 @@ def test_estimates_come_from_the_cached_catalog_while_the_database_is_gone(
         seed_database(session)
     engine.dispose()
     query = {"model": "llama-3.1-8b", "method": "lora"}
-    with TestClient(create_app(load_settings(database_url=url))) as client:
+    app = create_app(load_settings(database_url=url))
+    with TestClient(app) as client:
         before = client.get("/", params=query, headers={"Accept-Language": "en"})
         assert before.status_code == 200
         path.rename(tmp_path / "gone.db")  # the database disappears under the running app
-        client.app.state.engine.dispose()  # pooled connections would still hold the old file
+        app.state.engine.dispose()  # pooled connections would still hold the old file
         during = client.get("/", params=query, headers={"Accept-Language": "en"})
         assert during.status_code == 200
         assert "16.7\u00a0GB" in during.text

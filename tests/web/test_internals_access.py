@@ -65,7 +65,7 @@ def test_the_token_opens_metrics_from_anywhere(
     make_client: Callable[..., TestClient], authorization: str, status: int
 ) -> None:
     client = _from(make_client, OUTSIDER, metrics_token=TOKEN)
-    response = client.get("/metrics", headers={"Authorization": authorization.encode("latin-1")})
+    response = client.get("/metrics", headers={b"Authorization": authorization.encode("latin-1")})
     assert response.status_code == status
 
 

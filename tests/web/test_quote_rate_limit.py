@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from starlette.requests import Request
+from starlette.types import Scope
 
 from app.api.v1.ratelimit import FixedWindowLimiter, RedisFixedWindowLimiter
 from app.config import load_settings
@@ -139,7 +140,7 @@ def test_an_ipv6_client_is_counted_by_its_64_prefix(
     ("", UNKNOWN_CLIENT),
 ])
 def test_client_key(host: str, key: str) -> None:
-    scope = {"type": "http", "client": (host, 1) if host else None, "headers": []}
+    scope: Scope = {"type": "http", "client": (host, 1) if host else None, "headers": []}
     assert quotes.client_key(Request(scope)) == key
 
 

@@ -30,7 +30,11 @@ def test_a_valid_key_reads_the_catalog(client: TestClient, auth: dict[str, str])
 def test_missing_or_bad_keys_are_401_with_a_bearer_challenge(
     client: TestClient, key: str, header: str | bytes | None
 ) -> None:
-    headers = {"Authorization": header} if header is not None else {}
+    headers: dict[str, str] | dict[bytes, bytes] = {}
+    if isinstance(header, bytes):  # raw bytes reach the server as sent, not re-encoded
+        headers = {b"Authorization": header}
+    elif header is not None:
+        headers = {"Authorization": header}
     response = client.get("/api/v1/gpus", headers=headers)
     assert_problem(response, 401, "unauthorized")
     assert response.headers["WWW-Authenticate"].startswith("Bearer")

@@ -86,7 +86,7 @@ def test_search_and_family_filter(client: TestClient, auth: dict[str, str]) -> N
     {"limit": 0}, {"limit": 101}, {"limit": "ten"}, {"cursor": "%%%"}, {"q": "x" * 101},
 ])
 def test_bad_page_parameters_are_422_with_the_field(
-    client: TestClient, auth: dict[str, str], params: dict[str, object]
+    client: TestClient, auth: dict[str, str], params: dict[str, str | int]
 ) -> None:
     body = assert_problem(client.get("/api/v1/models", params=params, headers=auth), 422)
     assert len(body["errors"]) == 1
