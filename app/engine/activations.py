@@ -79,6 +79,12 @@ CHECKPOINT_INPUT_BYTES: dict[Regime, int] = {"bf16": 2, "lora": 2, "amp": 4}
 # Activation offloading (torchtune's OffloadActivations; DeepSpeed CPU checkpointing) keeps
 # about two layers' activations on the GPU (one being computed, one in transfer).
 OFFLOADED_LAYERS_ON_GPU = 2
+# With gradient checkpointing as well (the pair torchtune's memory-optimisation docs recommend),
+# the tensors offloaded are the checkpoints: one saved input per layer. OffloadActivations keeps
+# up to ``max_fwd_stash_size`` = 5 offloaded tensors alive on the GPU until their copy to the
+# CPU has finished (torchtune/training/_activation_offloading.py, default 5), so at most five
+# layers' inputs stay; the layer recomputed in the backward is counted as before.
+OFFLOAD_STASH_TENSORS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +181,25 @@ def lora_layer_bytes_per_token(shape: ModelShape, lora: LoraSetup) -> int:
     mask = 1 if lora.dropout > 0 else 0
     adapters = 0
     for spec in lora_target_specs(shape, lora.targets):
+        if spec.role == "lm_head":
+            continue  # outside the decoder layers: lora_head_bytes_per_token
         per_layer = spec.layers / shape.num_layers
         routed = spec.active_copies if spec.copies > 1 else 1
         adapters += round(per_layer * routed * ((2 + mask) * spec.in_features + 2 * lora.rank))
     return mlp + norms + attention + qk_norm + adapters + NORM_STATS_BYTES
+
+
+def lora_head_bytes_per_token(shape: ModelShape, lora: LoraSetup | None) -> int:
+    """A LoRA adapter on lm_head, the same per-module rule as in the layers: its bf16 copy of
+    the final hidden state (2h), a dropout mask (h) when dropout > 0, and lora_A's rank-wide
+    output (2r). It sits after the last decoder layer, outside any checkpointed block, so it is
+    saved with or without gradient checkpointing; 0 when lm_head is not a target."""
+    if lora is None or not any(
+        spec.role == "lm_head" for spec in lora_target_specs(shape, lora.targets)
+    ):
+        return 0
+    mask = 1 if lora.dropout > 0 else 0
+    return (2 + mask) * shape.hidden_size + 2 * lora.rank
 
 
 def _mlp_bytes(shape: ModelShape, *, trainable: bool) -> int:
@@ -228,7 +249,8 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
     masks = mask_bytes_per_token_per_seq(shape, setup.attention, setup.regime)
     forward_only_quad = masks
     if setup.gradient_checkpointing:
-        saved = CHECKPOINT_INPUT_BYTES[setup.regime] * shape.hidden_size * layers
+        kept_inputs = min(layers, OFFLOAD_STASH_TENSORS) if setup.activation_offload else layers
+        saved = CHECKPOINT_INPUT_BYTES[setup.regime] * shape.hidden_size * kept_inputs
         saved_quad = masks
         forward_only_quad = 0
     elif setup.activation_offload:
@@ -236,6 +258,8 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         saved, saved_quad = layer * kept, quad * kept
     else:
         saved, saved_quad = layer * layers, quad * layers
+    if setup.method != "full":
+        saved += lora_head_bytes_per_token(shape, setup.lora)
     v = shape.vocab_size
     backward_hidden = LOSS_BACKWARD_HIDDEN_BYTES_FULL * shape.hidden_size
     softcap = SOFTCAP_LOGIT_BYTES_PER_VOCAB * v if shape.final_logit_softcap else 0

@@ -27,8 +27,9 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "beyond_positions": "%(seq_len)s is beyond this model's %(max_positions)s positions",
     "dropout_range": "must be at least 0 and below 1",
     "offload_needs_zero3": "parameter offload needs sharding zero3",
-    "qv_fused": "'qv' needs separate q_proj and v_proj modules; this %(model_type)s model fuses "
-    "them (%(fused)s)",
+    "qv_fused": "'qv' needs separate q_proj and v_proj modules; this %(model_type)s model "
+    "computes q, k and v in one fused layer (%(fused)s), and PEFT wraps whole modules, so it "
+    "cannot adapt q and v alone. Use 'attention' (the fused layer and o_proj) instead",
     "no_targets": "no module names given",
     "unknown_targets": "%(unknown)s not in this model (its linear layers: %(available)s; "
     "presets: %(presets)s)",

@@ -27,9 +27,10 @@ from app.engine.errors import EngineError
 
 LinearRole = Literal[
     "q", "k", "v", "o", "qkv", "attn_out", "gate", "up", "down", "gate_up", "fc", "fc_out",
-    "router",
+    "router", "lm_head",
 ]
-"""What a block linear layer does; LoRA target presets select by role."""
+"""What a block linear layer does; LoRA target presets select by role (``lm_head``: the output
+projection, a LoRA target only when named, see ``states.lm_head_spec``)."""
 
 ATTENTION_ROLES: frozenset[str] = frozenset({"q", "k", "v", "o", "qkv", "attn_out"})
 MLP_ROLES: frozenset[str] = frozenset({"gate", "up", "down", "gate_up", "fc", "fc_out"})

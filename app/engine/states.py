@@ -82,6 +82,12 @@ ADAPTER_WEIGHT_BYTES = 4
 ADAPTER_GRAD_BYTES = 4
 
 
+# The output projection's module name in transformers, PEFT, LitGPT and torchtune. PEFT's
+# "all-linear" never adapts it, but a target list may name it (PEFT), LitGPT has ``lora_head``
+# and torchtune ``apply_lora_to_output``: an adapter of r * (hidden + vocab) params.
+LM_HEAD_TARGET = "lm_head"
+
+
 class StatesError(EngineError):
     """A method/optimizer/target combination the engine refuses; the message says why."""
 
@@ -143,13 +149,20 @@ def lora_target_specs(shape: ModelShape, targets: str | Sequence[str]) -> tuple[
     names = [n.strip() for n in names if n.strip()]
     if not names:
         raise StatesError("lora_targets", "no_targets")
-    available = sorted({s.name for s in shape.linears})
+    available = sorted({s.name for s in shape.linears} | {LM_HEAD_TARGET})
     unknown = [n for n in names if n not in available]
     if unknown:
         raise StatesError("lora_targets", "unknown_targets", unknown=", ".join(unknown),
                           available=", ".join(available),
                           presets=", ".join(LORA_TARGET_PRESETS))
-    return tuple(s for s in shape.linears if s.name in names)
+    head = (lm_head_spec(shape),) if LM_HEAD_TARGET in names else ()
+    return tuple(s for s in shape.linears if s.name in names) + head
+
+
+def lm_head_spec(shape: ModelShape) -> LinearSpec:
+    """The output projection as a LoRA target: hidden -> vocabulary, once per model (tied to the
+    embedding or not, the adapter is its own r * (hidden + vocab) params)."""
+    return LinearSpec(LM_HEAD_TARGET, "lm_head", shape.hidden_size, shape.vocab_size, layers=1)
 
 
 def lora_trainable_params(shape: ModelShape, lora: LoraSetup) -> int:

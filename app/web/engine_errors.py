@@ -28,8 +28,10 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
                            "positions."),
     "dropout_range": N_("Enter a dropout of at least 0 and below 1."),
     "offload_needs_zero3": N_("Offloading the weights needs ZeRO-3 sharding."),
-    "qv_fused": N_("This %(model_type)s model fuses q and v into one layer (%(fused)s); choose "
-                   "other layers."),
+    "qv_fused": N_("This %(model_type)s model computes q, k and v in one fused layer "
+                   "(%(fused)s); an adapter wraps a whole layer, so q and v alone cannot be "
+                   "adapted. Choose attention (the fused layer and the output projection) "
+                   "instead."),
     "no_targets": N_("Name at least one layer."),
     "unknown_targets": N_("%(unknown)s: not in this model (its linear layers: %(available)s)."),
     "at_least_one": N_("Enter a number of at least 1."),
