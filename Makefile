@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Exact versions, with hashes, of what CI tested (README, "Dependencies"): the service's own
+# Exact versions, with hashes, of what CI tested (docs/development.md, "Dependencies"): the service's own
 # dependencies (the Docker image installs these) and those plus the dev extra (make, CI).
 LOCK := requirements.lock
 DEV_LOCK := requirements-dev.lock
@@ -41,7 +41,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests benchmarks migrations tools
 
 types: $(STAMP)
-	$(BIN)/mypy app
+	$(BIN)/mypy app tests tools benchmarks
 
 contracts: $(STAMP)
 	$(BIN)/lint-imports
