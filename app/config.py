@@ -45,7 +45,7 @@ DEFAULT_DATABASE_URL = "sqlite:///./data/sizer.db"
 """Relative to the working directory, as ``make run`` starts from the checkout."""
 
 INSECURE_DEV_SECRET = "dev-insecure-secret-change-me"
-"""Good enough for a laptop; production sets SIZER_SECRET_KEY (README)."""
+"""Good enough for a laptop; production sets SIZER_SECRET_KEY (docs/configuration.md)."""
 
 _LOCALE_RE = re.compile(r"^[a-z]{2}$")
 _COUNTRY_RE = re.compile(r"^[A-Z]{2}$")

@@ -1,7 +1,7 @@
 """GET /metrics in Prometheus' text format (not in any OpenAPI document), for allowed clients.
 
 Anyone else gets a 403 that says how to be allowed (app/ops/access.py): the body names only
-the settings, which the README documents anyway.
+the settings, which docs/configuration.md documents anyway.
 """
 
 from __future__ import annotations

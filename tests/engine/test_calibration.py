@@ -45,7 +45,7 @@ def test_median_absolute_error_is_at_most_three_percent() -> None:
 
 
 def test_published_accuracy_matches_the_engine_and_the_grid() -> None:
-    """docs/accuracy.json (rendered on "How we calculate" and quoted in the README) must be
+    """docs/accuracy.json (rendered on "How we calculate" and quoted in docs/accuracy.md) must be
     regenerated whenever the engine or the grid changes: `make accuracy`."""
     published = json.loads(accuracy.ACCURACY_JSON.read_text(encoding="utf-8"))
     assert published == accuracy.published_document()[0]
@@ -58,10 +58,10 @@ def test_fake_mode_measures_what_real_mode_measures() -> None:
     assert all(pair["peak_equal"] and pair["split_equal"] for pair in pairs)
 
 
-def test_readme_quotes_the_current_accuracy() -> None:
-    readme = accuracy.README.read_text(encoding="utf-8")
+def test_the_accuracy_page_quotes_the_current_accuracy() -> None:
+    page = accuracy.ACCURACY_PAGE.read_text(encoding="utf-8")
     block = accuracy.readme_block(accuracy.published_document()[0])
-    assert block in readme, "run `make accuracy` to refresh the README's accuracy table"
+    assert block in page, "run `make accuracy` to refresh docs/accuracy.md's accuracy table"
 
 
 @pytest.mark.parametrize("row", HELDOUT_ROWS, ids=[row.case for row in HELDOUT_ROWS])

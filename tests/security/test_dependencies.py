@@ -1,10 +1,10 @@
 """Dependency floors and the lock files: no release with a known advisory is allowed, and every
 machine that runs ``make`` runs the versions CI tested.
 
-The floors are set by hand (no advisory service is reachable from CI; README, "Dependencies",
-says how to refresh them and the locks). ``requirements-dev.lock`` (runtime and dev extra, what
-``make`` installs) and ``requirements.lock`` (runtime only, what the Docker image installs) pin
-every package with its hashes.
+The floors are set by hand (no advisory service is reachable from CI; docs/development.md,
+"Dependencies", says how to refresh them and the locks). ``requirements-dev.lock`` (runtime
+and dev extra, what ``make`` installs) and ``requirements.lock`` (runtime only, what the Docker
+image installs) pin every package with its hashes.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def test_every_message_has_a_german_translation_with_the_same_placeholders() -> 
         catalog = {m.id: m.string for m in read_po(handle) if m.id}
     messages = _source_messages()
     missing = sorted(m for m in messages if not catalog.get(m))
-    assert missing == [], "run the catalog update (README Storefront) and translate these"
+    assert missing == [], "update the catalogs (docs/development.md) and translate these"
     for msgid in messages:
         assert sorted(PLACEHOLDER.findall(msgid)) == sorted(
             PLACEHOLDER.findall(str(catalog[msgid]))

@@ -1,0 +1,153 @@
+"""The user documents (README.md and docs/*.md) stay matched to the code, as the OpenAPI
+snapshot keeps the API's contract matched (issue 14, point 5).
+
+Each check reads the code's own list (the ``Settings`` fields, the ``sizer estimate`` parser)
+rather than a copy of it, so a new setting or option fails here until it is documented, and a
+documented one that goes fails until its row goes. Links between the documents are checked too:
+the README was split into docs/ and a link to a section that moved must not dangle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from app.cli import estimate as estimate_command
+from app.config import ENV_PREFIX, Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+CONFIGURATION = DOCS / "configuration.md"
+CLI = DOCS / "cli.md"
+
+README_MAX_BYTES = 8_000
+"""The README holds what a newcomer needs (what it is, `make run` / `make test`, one example per
+use, where to read more) and links to docs/ for the reference; it had grown to 42 KB before
+issue 14 moved that out. The bound is about twice today's length: room for a new surface's
+paragraph, not for a reference section."""
+
+TABLE_ROW = re.compile(r"^\|(.+)\|\s*$", re.MULTILINE)
+SETTING_IN_FIRST_CELL = re.compile(r"^\s*`(" + re.escape(ENV_PREFIX) + r"[A-Z0-9_]+)`\s*$")
+OPTION = re.compile(r"--[a-z][a-z-]*")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} (.+)$", re.MULTILINE)
+
+
+def _cells(text: str) -> list[list[str]]:
+    return [[cell.strip() for cell in row.split("|")] for row in TABLE_ROW.findall(text)]
+
+
+def documented_settings(text: str) -> list[str]:
+    """The variables in the first column of the configuration table."""
+    return [match.group(1) for cells in _cells(text)
+            for match in [SETTING_IN_FIRST_CELL.match(cells[0])] if match is not None]
+
+
+def settings_variables() -> set[str]:
+    return {f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
+
+
+def test_every_setting_is_in_the_configuration_table() -> None:
+    documented = documented_settings(CONFIGURATION.read_text(encoding="utf-8"))
+    missing = sorted(settings_variables() - set(documented))
+    assert not missing, f"add a row to docs/configuration.md for {', '.join(missing)}"
+
+
+def test_every_variable_in_the_configuration_table_is_a_setting() -> None:
+    documented = documented_settings(CONFIGURATION.read_text(encoding="utf-8"))
+    unknown = sorted(set(documented) - settings_variables())
+    assert not unknown, f"docs/configuration.md documents no such setting: {', '.join(unknown)}"
+    assert len(documented) == len(set(documented)), "a setting has two rows"
+
+
+def test_the_configuration_table_is_read_as_written() -> None:
+    """The check itself: a row is found by its first cell, other tables' rows are not."""
+    text = ("| variable | default | meaning |\n|---|---|---|\n"
+            "| `SIZER_A_B` | `1` | a |\n| `--method` | `full` |\n| see `SIZER_A_B` | x |\n")
+    assert documented_settings(text) == ["SIZER_A_B"]
+
+
+def _estimate_options() -> list[argparse.Action]:
+    parser = argparse.ArgumentParser()
+    estimate_command.add_arguments(parser)
+    return [action for action in parser._actions  # argparse lists them nowhere public
+            if action.option_strings and not isinstance(action, argparse._HelpAction)]
+
+
+def option_rows(text: str) -> dict[str, str]:
+    """Each option named in a table's first cell, with its whole row."""
+    return {option: " | ".join(cells) for cells in _cells(text)
+            for option in OPTION.findall(cells[0])}
+
+
+def test_every_estimate_option_and_value_is_in_the_cli_table() -> None:
+    """``--attention sdpa`` was accepted and undocumented; every choice is now checked."""
+    rows = option_rows(CLI.read_text(encoding="utf-8"))
+    problems: list[str] = []
+    for action in _estimate_options():
+        option = max(action.option_strings, key=len)
+        row = rows.get(option)
+        if row is None:
+            problems.append(f"{option} has no row")
+            continue
+        problems += [f"{option}: value {choice!r} missing" for choice in action.choices or ()
+                     if f"`{choice}`" not in row]
+    documented = set(rows) - {max(a.option_strings, key=len) for a in _estimate_options()}
+    problems += [f"{option} is documented but sizer estimate has no such option"
+                 for option in sorted(documented)]
+    assert not problems, "docs/cli.md:\n" + "\n".join(problems)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def user_documents() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def broken_links(path: Path) -> list[str]:
+    """Relative links in ``path`` whose file, or whose heading anchor, does not exist."""
+    broken: list[str] = []
+    text = path.read_text(encoding="utf-8")
+    for target in LINK.findall(text):
+        if re.match(r"^[a-z]+:", target):  # https:, mailto: and the like
+            continue
+        file_part, _, anchor = target.partition("#")
+        linked = (path.parent / file_part).resolve() if file_part else path
+        if not linked.exists():
+            broken.append(f"{path.name}: {target} (no such file)")
+        elif anchor and linked.suffix == ".md":
+            anchors = {_slug(h) for h in HEADING.findall(linked.read_text(encoding="utf-8"))}
+            if anchor not in anchors:
+                broken.append(f"{path.name}: {target} (no such heading)")
+    return broken
+
+
+def test_links_between_the_documents_resolve() -> None:
+    broken = [problem for path in user_documents() for problem in broken_links(path)]
+    assert not broken, "\n".join(broken)
+
+
+def test_a_link_to_a_missing_heading_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\n## Behind a TLS proxy\n", encoding="utf-8")
+    page = tmp_path / "b.md"
+    page.write_text("[ok](a.md#behind-a-tls-proxy) [gone](a.md#docker) [no](c.md)",
+                    encoding="utf-8")
+    assert broken_links(page) == ["b.md: a.md#docker (no such heading)",
+                                  "b.md: c.md (no such file)"]
+
+
+def test_the_readme_links_every_user_document() -> None:
+    readme = README.read_text(encoding="utf-8")
+    unlinked = [p.name for p in sorted(DOCS.glob("*.md")) if f"(docs/{p.name})" not in readme]
+    assert not unlinked, f"link from the README's 'Read more': {', '.join(unlinked)}"
+
+
+def test_the_readme_stays_an_introduction() -> None:
+    size = len(README.read_bytes())
+    assert size <= README_MAX_BYTES, (
+        f"README.md is {size} bytes; move reference material into docs/ and link it")
