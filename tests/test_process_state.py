@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import grimp
@@ -62,9 +64,24 @@ READS_STATE = frozenset({
 """Names whose use inside a memoised function means it keeps state that can change."""
 
 
+def _parse_all() -> list[tuple[str, ast.Module]]:
+    return [(path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+            for path in sorted(APP.rglob("*.py"))]
+
+
 def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(APP.rglob("*.py")):
-        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+    """Every module of app/, parsed.
+
+    CPython 3.11's AST builder can fail with "SystemError: AST constructor recursion depth
+    mismatch" once earlier code in the process has left its recursion counters off (CPython
+    gh-106905, fixed in 3.12; seen here once in a full run, after the nesting-bomb tests). The
+    files are then parsed again in a fresh interpreter, whose counters are clean."""
+    try:
+        parsed = _parse_all()
+    except SystemError:
+        with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+            parsed = pool.submit(_parse_all).result()
+    yield from parsed
 
 
 def _called(node: ast.expr) -> str | None:
