@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app.cli import estimate as estimate_command
 from app.config import ENV_PREFIX, Settings
+from tests.test_docs import DOCUMENTED_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -67,6 +68,24 @@ def test_the_configuration_table_is_read_as_written() -> None:
     text = ("| variable | default | meaning |\n|---|---|---|\n"
             "| `SIZER_A_B` | `1` | a |\n| `--method` | `full` |\n| see `SIZER_A_B` | x |\n")
     assert documented_settings(text) == ["SIZER_A_B"]
+
+
+def documented_defaults(text: str) -> dict[str, str]:
+    """Each variable of the configuration table with its default cell (the second column)."""
+    return {match.group(1): cells[1] for cells in _cells(text)
+            for match in [SETTING_IN_FIRST_CELL.match(cells[0])] if match is not None}
+
+
+def test_every_plain_default_in_the_configuration_table_is_the_code_s() -> None:
+    """A number or a word the code defaults to is written in the table as it is in the code
+    (list, secret and computed defaults are described in words and not compared)."""
+    defaults = documented_defaults(CONFIGURATION.read_text(encoding="utf-8"))
+    wrong = [f"{variable}: code {field.default!r}, table {defaults[variable]!r}"
+             for name, field in Settings.model_fields.items()
+             for variable in [f"{ENV_PREFIX}{name.upper()}"]
+             if isinstance(field.default, int | str) and variable in defaults
+             and f"`{field.default}`" not in defaults[variable]]
+    assert not wrong, "docs/configuration.md:\n" + "\n".join(wrong)
 
 
 def _estimate_options() -> list[argparse.Action]:
@@ -139,6 +158,13 @@ def test_a_link_to_a_missing_heading_is_caught(tmp_path: Path) -> None:
                     encoding="utf-8")
     assert broken_links(page) == ["b.md: a.md#docker (no such heading)",
                                   "b.md: c.md (no such file)"]
+
+
+def test_every_path_the_documents_name_exists() -> None:
+    missing = sorted({f"{path.name}: {named}" for path in user_documents()
+                      for named in DOCUMENTED_PATH.findall(path.read_text(encoding="utf-8"))
+                      if not (ROOT / named).exists()})
+    assert not missing, "named in the documents but gone:\n" + "\n".join(missing)
 
 
 def test_the_readme_links_every_user_document() -> None:
