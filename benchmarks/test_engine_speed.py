@@ -1,6 +1,7 @@
 """How long one estimate against the whole seed catalog takes (run: `make bench`).
 
-Reported in the issue note and README, never asserted: wall-clock limits in tests are flaky.
+Reported in the issue note and docs/performance.md, never asserted: wall-clock limits in tests
+are flaky.
 """
 
 from __future__ import annotations
