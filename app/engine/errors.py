@@ -34,6 +34,12 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "unknown_targets": "%(unknown)s not in this model (its linear layers: %(available)s; "
     "presets: %(presets)s)",
     "at_least_one": "must be at least 1",
+    "no_adapters": "a full fine-tune has no adapters; the weights' dtype follows precision",
+    "no_frozen_base": "a full fine-tune has no frozen base; the weights' dtype follows precision",
+    "pure_bf16_adapters": "pure bf16 (precision bf16) holds the adapters in bf16 too; choose "
+    "precision amp for fp32 adapters",
+    "pure_bf16_base": "pure bf16 (precision bf16) holds the base in bf16; choose precision amp "
+    "for an fp32 base",
     # the model's config.json (app/engine/shapes.py)
     "config_not_object": "expected a JSON object",
     "config_missing": "missing from the config",

@@ -27,6 +27,18 @@ from app.engine.capabilities import capabilities
 from app.engine.errors import EngineError
 from app.engine.fit import PhaseTerms, StepModel
 from app.engine.overhead import fixed_overhead_bytes
+from app.engine.precision import (
+    ADAPTER_DTYPES,
+    BASE_DTYPES,
+    FRAMEWORKS,
+    PRECISIONS,
+    AdapterDtype,
+    BaseDtype,
+    Framework,
+    Precision,
+    TrainingPrecision,
+    resolve,
+)
 from app.engine.shapes import ModelShape
 from app.engine.states import (
     ACCOUNTINGS,
@@ -51,7 +63,9 @@ from app.engine.states import (
 # Semantic: major when a field's meaning changes, minor when the arithmetic changes.
 # 1.1.0: Gemma 2 soft-capping and eager masks, tied lm_head copies and the 16 B/param floor
 # under the hf accounting, all from the calibration grid (tools/calibrate).
-ENGINE_VERSION = "1.1.0"
+# 1.2.0: training precision (pure bf16, bf16 adapters, fp32 base) and framework presets;
+# activation offload under checkpointing; LoRA on lm_head (issue 15).
+ENGINE_VERSION = "1.2.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024
@@ -129,6 +143,17 @@ class Job:
     fused_optimizer_step: bool = False
     activation_offload: bool = False
     gradient_accumulation: int = 1
+    # None: as the framework's recipes do (precision.FRAMEWORK_PRESETS).
+    precision: Precision | None = None
+    adapter_dtype: AdapterDtype | None = None
+    base_dtype: BaseDtype | None = None
+    framework: Framework = "hf"
+
+    @property
+    def training_precision(self) -> TrainingPrecision:
+        """The dtypes this job trains in: the framework's preset under the explicit choices."""
+        return resolve(self.framework, self.method, self.precision, self.adapter_dtype,
+                       self.base_dtype)
 
     @property
     def lora(self) -> LoraSetup | None:
@@ -254,6 +279,28 @@ def validate(shape: ModelShape, job: Job) -> None:
         lora_target_specs(shape, job.lora_targets)
     if job.offload == "optimizer+params" and job.sharding != "zero3":
         raise EngineError("offload", "offload_needs_zero3")
+    _validate_precision(job)
+
+
+def _validate_precision(job: Job) -> None:
+    """Dtype choices that contradict each other or the method are refused, not ignored."""
+    _one_of("framework", job.framework, FRAMEWORKS)
+    if job.precision is not None:
+        _one_of("precision", job.precision, PRECISIONS)
+    if job.adapter_dtype is not None:
+        _one_of("adapter_dtype", job.adapter_dtype, ADAPTER_DTYPES)
+        if job.method == "full":
+            raise EngineError("adapter_dtype", "no_adapters")
+    if job.base_dtype is not None:
+        _one_of("base_dtype", job.base_dtype, BASE_DTYPES)
+        if job.method == "full":
+            raise EngineError("base_dtype", "no_frozen_base")
+    resolved = job.training_precision
+    if resolved.precision == "bf16" and job.method != "full":
+        if resolved.adapter_dtype != "bf16":
+            raise EngineError("adapter_dtype", "pure_bf16_adapters")
+        if resolved.base_dtype != "bf16":
+            raise EngineError("base_dtype", "pure_bf16_base")
 
 
 def _one_of(name: str, value: object, allowed: Sequence[str]) -> None:
@@ -277,7 +324,7 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
     layer's gradients are ever held."""
     single = single_gpu_states(
         shape, method=job.method, optimizer=job.optimizer, accounting=job.accounting,
-        lora=job.lora, quant=job.effective_quant,
+        lora=job.lora, quant=job.effective_quant, precision=job.training_precision,
     )
     sharded = shard_states(
         single, gpus=gpus or job.gpus, sharding=sharding or job.sharding, offload=job.offload
@@ -295,7 +342,11 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
 def step_model(shape: ModelShape, job: Job) -> StepModel:
     """The phases of one training step on one GPU, with their fixed bytes and coefficients."""
     states = model_states(shape, job)
-    regime = regime_for(job.method, job.accounting)
+    dtypes = job.training_precision
+    pure_bf16 = dtypes.precision == "bf16"
+    # Pure bf16 full fine-tuning keeps bf16 activations, as the zero accounting's bf16 model.
+    regime = "bf16" if pure_bf16 and job.method == "full" else regime_for(job.method,
+                                                                           job.accounting)
     profile = activation_profile(
         shape,
         ActivationSetup(
@@ -307,7 +358,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     zero3 = job.sharding == "zero3" and job.gpus > 1
     weight_shards = job.gpus if zero3 else 1
 
-    if job.method == "full" and job.accounting == "hf":
+    if job.method == "full" and job.accounting == "hf" and not pure_bf16:
         # The hf count's 6 bytes are fp32 weights (4) plus autocast's bf16 copies (2), which
         # exist only for linear weights and only between their forward and backward use.
         weights_static = states.weights_bytes * 4 // 6
@@ -316,7 +367,10 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         copies = 2 * (shape.split.linear + shape.split.lm_head + lm_head) // weight_shards
     else:
         weights_static = states.weights_bytes
-        copies = 2 * states.trainable_params // weight_shards if job.method != "full" else 0
+        # autocast's bf16 copies of fp32 adapters, kept from their forward to their backward;
+        # bf16 adapters need none.
+        fp32_adapters = job.method != "full" and dtypes.adapter_dtype == "fp32"
+        copies = 2 * states.trainable_params // weight_shards if fp32_adapters else 0
     if job.offload == "optimizer+params":
         weights_static = 0
     static = weights_static + states.adapter_weight_bytes + states.optimizer_bytes
@@ -332,8 +386,10 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         if job.method == "full":
             gathered_grads = (4 if job.accounting == "hf" else 2) * shape.largest_layer_params()
     dequantised = 0
-    if job.method == "qlora":
-        # bitsandbytes dequantises one 4-bit weight to bf16 for each matmul.
+    if job.method == "qlora" or (job.method == "lora" and dtypes.base_dtype == "fp32"):
+        # bitsandbytes dequantises one 4-bit weight to bf16 for each matmul; autocast casts a
+        # frozen fp32 weight to bf16 for each matmul likewise (it caches only weights that
+        # require grad), one layer at a time.
         dequantised = 2 * max(s.in_features * s.out_features for s in shape.linears)
 
     fwd_fixed = copies + held_gradients + gathered + dequantised
@@ -358,7 +414,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     # The floor under every moment: the states that are all alive at once. Under the hf
     # accounting the article's 6 B/param of weights include autocast's bf16 copies, which
     # are freed by the optimizer step; the grid measures 16, not 18, B/param there.
-    hf_full = job.method == "full" and job.accounting == "hf"
+    hf_full = job.method == "full" and job.accounting == "hf" and not pure_bf16
     transient_copies = states.weights_bytes - states.weights_bytes * 4 // 6 if hf_full else 0
     return StepModel(
         moments=moments,
@@ -444,7 +500,7 @@ def estimate(
     by_accounting: dict[str, int] = {
         acc: single_gpu_states(
             shape, method=job.method, optimizer=job.optimizer, accounting=acc, lora=job.lora,
-            quant=job.effective_quant,
+            quant=job.effective_quant, precision=job.training_precision,
         ).total_bytes
         for acc in ACCOUNTINGS
     }
@@ -619,6 +675,26 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "per expert (transformers 4 modules, most training stacks) and adapts the router under "
     "all-linear; activations follow the %(experts)s experts each token is routed to",
     "gpus": "%(gpus)s GPUs, data parallel, sharding %(sharding)s",
+    "precision_amp": "training precision: mixed (amp), fp32 master weights with bf16 autocast, "
+    "as the Hugging Face Trainer's bf16=True",
+    "precision_bf16": "training precision: pure bf16, weights, gradients and optimizer states in "
+    "bf16 with no fp32 copy (torchtune, LitGPT bf16-true)",
+    "lora_bf16": "LoRA rank %(rank)s on %(targets)s, adapters in bf16, 8 bytes per trainable "
+    "param with AdamW",
+    "base_fp32": "frozen base loaded in fp32 (4 bytes per param, cast to bf16 one layer at a "
+    "time for its matmul); activations are those of a bf16 base (an fp32 residual stream is "
+    "not modelled)",
+    "framework_torchtune": "torchtune preset: dtypes as its recipe configs (dtype: bf16); its "
+    "chunked loss and activation offload are the loss-head and activation-offload switches, "
+    "torch.compile is not modelled",
+    "framework_litgpt": "LitGPT preset: dtypes as its config-hub recipes (precision: "
+    "bf16-true); LitGPT computes lm_head and the loss in chunks of 128 tokens "
+    "(lm_head_chunk_size=128): set the loss head to chunked to model that",
+    "framework_unsloth": "Unsloth preset: dtypes as its defaults (fp32 adapters under bf16 "
+    "autocast; a full fine-tune in pure bf16); its fused cross-entropy and offloaded "
+    "checkpointing are not in the preset: set the loss head to chunked, gradient "
+    "checkpointing and activation offload to model them; its Triton kernels' own savings are "
+    "not modelled",
 }
 """The English wording of each assumption (the API's and the CLI's); pages translate by key."""
 
@@ -634,9 +710,15 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
         ("loss_standard" if job.loss_head == "standard" else "loss_chunked", {}),
         ("overhead", {}),
     ]
+    dtypes = job.training_precision
+    items.append(("precision_bf16" if dtypes.precision == "bf16" else "precision_amp", {}))
+    if job.framework != "hf":
+        items.append((f"framework_{job.framework}", {}))
     if job.method != "full":
-        items.append(("lora", {"rank": job.lora_rank,
-                               "targets": _targets_text(job.lora_targets)}))
+        items.append(("lora_bf16" if dtypes.adapter_dtype == "bf16" else "lora",
+                      {"rank": job.lora_rank, "targets": _targets_text(job.lora_targets)}))
+        if dtypes.base_dtype == "fp32":
+            items.append(("base_fp32", {}))
     if job.method == "qlora":
         items.append(("nf4_dq" if job.effective_quant == "nf4-dq" else "nf4", {}))
     if shape.is_moe:

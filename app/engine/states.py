@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.engine.errors import EngineError
+from app.engine.precision import AMP, DTYPE_BYTES, TrainingPrecision
 from app.engine.shapes import ATTENTION_ROLES, MLP_ROLES, LinearSpec, ModelShape
 
 Method = Literal["full", "lora", "qlora"]
@@ -80,6 +81,16 @@ NF4_BITS: dict[Quant, float] = {
 # PEFT keeps LoRA adapters in fp32 by default (autocast_adapter_dtype=True) with fp32 gradients.
 ADAPTER_WEIGHT_BYTES = 4
 ADAPTER_GRAD_BYTES = 4
+
+# Optimizers whose states are created like the parameter (torch.optim.AdamW and SGD:
+# torch.zeros_like(p); transformers' Adafactor: .to(grad)), so a bf16 parameter has bf16 states
+# and the fp32 byte counts above halve. bitsandbytes' optimizers keep their own state dtypes
+# (uint8 for 8-bit, fp32 for paged_adamw_32bit) whatever the parameter's.
+PARAM_DTYPE_STATE_OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "sgd", "adafactor")
+
+# Pure bf16 full fine-tuning (torchtune, LitGPT bf16-true): bf16 weights and gradients, no
+# fp32 master copy (precision.py).
+PURE_BF16_WEIGHT_GRAD_BYTES = (2, 2)
 
 
 # The output projection's module name in transformers, PEFT, LitGPT and torchtune. PEFT's
@@ -202,13 +213,22 @@ def _optimizer_bytes_per_param(optimizer: Optimizer) -> int:
     return OPTIMIZER_MOMENT_BYTES[optimizer]
 
 
-def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq") -> int:
-    """Bytes of the frozen base for LoRA (bf16) and QLoRA (NF4 linear layers, the rest bf16)."""
+def _in_param_dtype(optimizer: Optimizer, fp32_bytes: int, param_bytes: int) -> int:
+    """Optimizer-state bytes for parameters of ``param_bytes`` each, from their fp32 count."""
+    if optimizer not in PARAM_DTYPE_STATE_OPTIMIZERS:
+        return fp32_bytes
+    return fp32_bytes * param_bytes // FP32_BYTES
+
+
+def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq",
+                      base_bytes: int = BF16_BYTES) -> int:
+    """Bytes of the frozen base for LoRA (bf16, or fp32 when loaded so) and QLoRA (NF4 linear
+    layers, the rest in the base dtype)."""
     split = shape.split
     if method == "qlora":
         quantised = round(split.linear * NF4_BITS[quant] / 8)
-        return quantised + BF16_BYTES * (split.total - split.linear)
-    return BF16_BYTES * split.total
+        return quantised + base_bytes * (split.total - split.linear)
+    return base_bytes * split.total
 
 
 def single_gpu_states(
@@ -219,8 +239,10 @@ def single_gpu_states(
     accounting: Accounting = "zero",
     lora: LoraSetup | None = None,
     quant: Quant = "nf4-dq",
+    precision: TrainingPrecision = AMP,
 ) -> ModelStates:
-    """Model states on one GPU without sharding (the article's tables)."""
+    """Model states on one GPU without sharding (the article's tables; pure bf16 and bf16
+    adapters as :mod:`precision` says)."""
     total = shape.total_params
     if method == "full":
         if optimizer == "adafactor":
@@ -229,6 +251,10 @@ def single_gpu_states(
             moments = _optimizer_bytes_per_param(optimizer) * total
         weight_b, grad_b = FULL_WEIGHT_GRAD_BYTES[accounting]
         master = ZERO_MASTER_BYTES * total if accounting == "zero" else 0
+        if precision.precision == "bf16":
+            weight_b, grad_b = PURE_BF16_WEIGHT_GRAD_BYTES
+            master = 0
+            moments = _in_param_dtype(optimizer, moments, DTYPE_BYTES["bf16"])
         return ModelStates(
             weights_bytes=weight_b * total,
             gradients_bytes=grad_b * total,
@@ -241,14 +267,15 @@ def single_gpu_states(
         adapter_moments = adafactor_state_bytes(shape, trainable="lora", lora=setup)
     else:
         adapter_moments = _optimizer_bytes_per_param(optimizer) * trainable
+    adapter_bytes = precision.adapter_bytes
     return ModelStates(
-        weights_bytes=base_weight_bytes(shape, method, quant),
+        weights_bytes=base_weight_bytes(shape, method, quant, precision.base_bytes),
         gradients_bytes=0,
         optimizer_bytes=0,
         trainable_params=trainable,
-        adapter_weight_bytes=ADAPTER_WEIGHT_BYTES * trainable,
-        adapter_grad_bytes=ADAPTER_GRAD_BYTES * trainable,
-        adapter_optimizer_bytes=adapter_moments,
+        adapter_weight_bytes=ADAPTER_WEIGHT_BYTES * trainable * adapter_bytes // FP32_BYTES,
+        adapter_grad_bytes=ADAPTER_GRAD_BYTES * trainable * adapter_bytes // FP32_BYTES,
+        adapter_optimizer_bytes=_in_param_dtype(optimizer, adapter_moments, adapter_bytes),
     )
 
 

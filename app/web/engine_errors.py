@@ -35,6 +35,14 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
     "no_targets": N_("Name at least one layer."),
     "unknown_targets": N_("%(unknown)s: not in this model (its linear layers: %(available)s)."),
     "at_least_one": N_("Enter a number of at least 1."),
+    "no_adapters": N_("A full fine-tune has no adapters; its weights follow the training "
+                      "precision."),
+    "no_frozen_base": N_("A full fine-tune has no frozen base; its weights follow the training "
+                         "precision."),
+    "pure_bf16_adapters": N_("Pure bf16 keeps the adapters in bf16 as well; choose mixed "
+                             "precision (amp) for fp32 adapters."),
+    "pure_bf16_base": N_("Pure bf16 keeps the base in bf16; choose mixed precision (amp) for an "
+                         "fp32 base."),
     "config_not_object": N_("A config.json is a JSON object ({...})."),
     "config_missing": N_("%(field)s is missing from the config.json."),
     "model_type_unsupported": N_("The model type %(value)s is not supported (supported: "

@@ -81,6 +81,24 @@ ASSUMPTION_LABELS = {
               "layer per expert and, on all linear layers, adapts the router too; activations "
               "follow the %(experts)s experts each token is routed to"),
     "gpus": N_("%(gpus)s GPUs, data parallel, sharding %(sharding)s"),
+    "precision_amp": N_("training precision: mixed (amp), fp32 master weights with bf16 "
+                        "autocast, as the Hugging Face Trainer's bf16=True"),
+    "precision_bf16": N_("training precision: pure bf16, weights, gradients and optimizer "
+                         "states in bf16 with no fp32 copy (torchtune, LitGPT bf16-true)"),
+    "lora_bf16": N_("LoRA rank %(rank)s on %(targets)s, adapters in bf16, 8 bytes per trained "
+                    "parameter with AdamW"),
+    "base_fp32": N_("frozen base loaded in fp32 (4 bytes per parameter, cast to bf16 one layer "
+                    "at a time); activations are those of a bf16 base"),
+    "framework_torchtune": N_("torchtune preset: precision as its recipes (dtype: bf16); its "
+                              "chunked loss and activation offloading are separate switches; "
+                              "torch.compile is not modelled"),
+    "framework_litgpt": N_("LitGPT preset: precision as its recipes (bf16-true); LitGPT computes "
+                           "the output layer and the loss in chunks: choose the chunked loss to "
+                           "model that"),
+    "framework_unsloth": N_("Unsloth preset: precision as its defaults; its fused loss and "
+                            "offloaded checkpointing are not in the preset: choose the chunked "
+                            "loss, gradient checkpointing and activation offloading to model "
+                            "them"),
 }
 """The engine's assumptions (``ASSUMPTION_TEXTS``), by key, in the customer's language."""
 WARNINGS = {

@@ -95,8 +95,14 @@ def load_shape(model: str, catalog: dict[str, Path]) -> ModelShape:
     return parse_config(json.loads(config_path(model, catalog).read_text()))
 
 
-def to_job(fields: dict[str, Any]) -> Job:
+# A figure's ``precision_mode`` as the engine's ``precision`` option (issue 15, point 2).
+PRECISION_MODES = {"pure-bf16": "bf16", "amp": "amp"}
+
+
+def to_job(fields: dict[str, Any], precision_mode: str | None = None) -> Job:
     values = dict(fields)
+    if precision_mode in PRECISION_MODES:
+        values.setdefault("precision", PRECISION_MODES[precision_mode])
     if isinstance(values.get("lora_targets"), list):
         values["lora_targets"] = tuple(values["lora_targets"])
     return Job(**values)
@@ -125,7 +131,8 @@ def run_case(figure: dict[str, Any], catalog: dict[str, Path],
     )
     try:
         shape = load_shape(figure["model"], catalog)
-        result = estimate(shape, to_job(figure["job"]), (), with_levers=False)
+        result = estimate(shape, to_job(figure["job"], figure.get("precision_mode")), (),
+                          with_levers=False)
     except EngineError as exc:
         return Case(engine_bytes=None, error=None, failure=f"engine refuses: {exc}", **common)
     engine = (result.peak_live_bytes if compared == "peak_live_bytes"
