@@ -22,7 +22,11 @@ def main(argv: list[str] | None = None) -> int:
 
     r = sub.add_parser("run", help="measure one training step and print its JSON record")
     r.add_argument("--config", required=True, help="path to a Hugging Face config.json")
-    r.add_argument("--method", choices=["full", "lora"], default="full")
+    r.add_argument("--method", choices=["full", "lora", "qlora"], default="full")
+    r.add_argument(
+        "--quant", choices=["nf4", "nf4-dq"], default="nf4-dq",
+        help="qlora: nf4, or nf4 with double quantisation (bitsandbytes, bf16 compute dtype)",
+    )
     r.add_argument("--lora-r", type=int, default=16)
     r.add_argument(
         "--lora-targets",
@@ -31,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         help="'all-linear' or a comma-separated list of module names",
     )
     r.add_argument("--lora-dropout", type=float, default=0.0)
+    r.add_argument(
+        "--bnb-saves-inputs", action="store_true",
+        help="qlora: keep each 4-bit layer's input for the backward, as bitsandbytes < 0.43.2",
+    )
     r.add_argument("-b", "--micro-batch", dest="b", type=int, default=1)
     r.add_argument("-s", "--seq", dest="s", type=int, default=512)
     r.add_argument("--attention", choices=["eager", "sdpa"], default="sdpa")
@@ -53,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         "--heldout", action="store_true",
         help="the held-out grid (architectures no constant was set from) -> cpu-heldout.json",
     )
+    g.add_argument(
+        "--qlora", action="store_true",
+        help="real bitsandbytes QLoRA steps (needs bitsandbytes) -> cpu-qlora.json",
+    )
 
     sub.add_parser("list", help="print the grid's case ids")
     sub.add_parser(
@@ -74,12 +86,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if a.cmd == "grid":
-        from .grid import DEFAULT_OUT, HELDOUT_OUT, run_grid
+        from .grid import DEFAULT_OUT, HELDOUT_OUT, QLORA_OUT, run_grid
 
-        out = a.out or (HELDOUT_OUT if a.heldout else DEFAULT_OUT)
+        out = a.out or (HELDOUT_OUT if a.heldout else QLORA_OUT if a.qlora else DEFAULT_OUT)
         command = "python -m tools.calibrate " + " ".join(shlex.quote(x) for x in argv)
         doc = run_grid(
-            out, command, only=a.only, resume=a.resume, limit=a.limit, heldout=a.heldout
+            out, command, only=a.only, resume=a.resume, limit=a.limit, heldout=a.heldout,
+            qlora=a.qlora,
         )
         fvr = doc["fake_vs_real"]
         print(
@@ -104,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         lora_r=a.lora_r,
         lora_targets=a.lora_targets,
         lora_dropout=a.lora_dropout,
+        quant=a.quant,
+        bnb_saves_inputs=a.bnb_saves_inputs,
         optimizer=a.optimizer,
         dropout_routing=a.dropout_routing,
         device=a.device,

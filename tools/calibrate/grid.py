@@ -29,6 +29,7 @@ CONFIGS = HERE / "configs"
 REFERENCE = Path(os.environ.get("SIZER_REFERENCE_MODELS", "/work/shared/reference/models"))
 DEFAULT_OUT = HERE / "results" / "cpu-grid.json"
 HELDOUT_OUT = HERE / "results" / "cpu-heldout.json"
+QLORA_OUT = HERE / "results" / "cpu-qlora.json"
 
 
 def _cfg(name: str) -> str:
@@ -54,6 +55,8 @@ def _c(
     r: int = 16,
     targets: str | list[str] = "all-linear",
     dropout: float = 0.0,
+    quant: str = "nf4-dq",
+    saves_inputs: bool = False,
 ) -> dict[str, Any]:
     d: dict[str, Any] = {
         "config": _cfg(cfg),
@@ -64,8 +67,12 @@ def _c(
         "checkpointing": gc,
         "mode": mode,
     }
-    if method == "lora":
+    if method in ("lora", "qlora"):
         d.update({"lora_r": r, "lora_targets": targets, "lora_dropout": dropout})
+    if method == "qlora":
+        d["quant"] = quant
+        if saves_inputs:
+            d["bnb_saves_inputs"] = True
     return d
 
 
@@ -196,6 +203,45 @@ def heldout_cases() -> list[dict[str, Any]]:
     ]
 
 
+def qlora_cases() -> list[dict[str, Any]]:
+    """Real bitsandbytes QLoRA steps (results/cpu-qlora.json): nf4 with and without double
+    quantisation, checkpointing on and off, eager and SDPA, on the tiny configs and on the real
+    shape of Llama 3.2 1B (the largest that runs in real mode here: quantising its 1 B linear
+    weights on one CPU thread takes most of its four minutes)."""
+    L, Q, G, P = "tiny-llama", "tiny-qwen3", "tiny-gemma2", "tiny-phi3"
+    q = "qlora"
+    return [
+        _c(L, q, 1, 512),
+        _c(L, q, 1, 512, quant="nf4"),
+        _c(L, q, 2, 512, dropout=0.05),
+        _c(L, q, 2, 512, dropout=0.05, gc=True),
+        _c(L, q, 2, 512, dropout=0.05, gc=True, quant="nf4"),
+        _c(L, q, 1, 1024, attention="eager", dropout=0.05),
+        _c(L, q, 4, 256, r=64, targets=["q_proj", "v_proj"]),
+        _c(Q, q, 2, 256),
+        _c(Q, q, 2, 512, dropout=0.05, gc=True),
+        _c(G, q, 2, 512, attention="eager", dropout=0.05),
+        _c(G, q, 1, 1024, attention="eager", gc=True, quant="nf4"),
+        _c(P, q, 2, 512, dropout=0.05),
+        _c(P, q, 1, 1024, gc=True),
+        # bitsandbytes < 0.43.2 kept every 4-bit layer's input (harness.bnb_saves_inputs_emulation)
+        _c(L, q, 2, 512, dropout=0.05, saves_inputs=True),
+        _c(L, q, 2, 512, dropout=0.05, gc=True, saves_inputs=True),
+        _c(Q, q, 2, 256, saves_inputs=True),
+        _c("llama-3.2-1b", q, 1, 256, gc=True),
+        _c("llama-3.2-1b", q, 1, 256, dropout=0.05),
+    ]
+
+
+def qlora_grid() -> list[dict[str, Any]]:
+    from .harness import Case
+
+    cases = qlora_cases()
+    for c in cases:
+        c["id"] = Case(**c).default_id()
+    return cases
+
+
 def heldout_grid() -> list[dict[str, Any]]:
     from .harness import Case
 
@@ -269,13 +315,14 @@ def run_grid(
     resume: bool = False,
     limit: int | None = None,
     heldout: bool = False,
+    qlora: bool = False,
 ) -> dict[str, Any]:
     import torch
 
     from .harness import Case, _versions, run_case, summarize
 
     torch.set_num_threads(1)
-    cases = heldout_grid() if heldout else all_cases()
+    cases = heldout_grid() if heldout else qlora_grid() if qlora else all_cases()
     if only:
         cases = [c for c in cases if re.search(only, c["id"])]
     if limit is not None:
@@ -288,7 +335,7 @@ def run_grid(
             "See tools/calibrate/README.md."
         ),
         "command": command,
-        "versions": _versions(),
+        "versions": _versions(bitsandbytes=qlora),
         "torch_threads": 1,
         "cases": [],
         "failures": [],

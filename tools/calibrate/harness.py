@@ -19,12 +19,21 @@ Precision regimes (``precision`` in the record):
     forward under bf16 autocast -- the Trainer with ``bf16=True`` on an fp32 model.
   * ``bf16-base-amp`` (LoRA): bf16 base weights, PEFT LoRA adapters in fp32 (PEFT's default
     ``autocast_adapter_dtype=True``), the forward under bf16 autocast.
+  * ``nf4-base-amp`` (QLoRA): the model loaded through transformers with a bitsandbytes
+    ``BitsAndBytesConfig`` (nf4, with or without double quantisation, bf16 compute dtype), then
+    ``peft.prepare_model_for_kbit_training`` (freezes everything, casts every non-4-bit bf16
+    parameter -- embeddings, norms, lm_head -- to fp32, and turns gradient checkpointing on
+    when the case asks for it) and ``get_peft_model``, as the QLoRA recipes do.  bitsandbytes
+    keeps each layer's packed uint8 weight as a ``Params4bit`` parameter and its absmax (and
+    the double-quantisation state) in a ``QuantState`` outside the module's parameters and
+    buffers; the tracker counts those as buffers (``PhaseMemTracker``).
 
 ``mode="fake"`` runs the very same code under ``FakeTensorMode`` (the model is built inside the
 mode), so tensors have shapes, dtypes and storages but no memory: real model shapes can be
 "measured" on a laptop.  ``mode="real"`` allocates everything.
 
-Import-time dependencies are torch, transformers and peft (the ``calibrate`` extra).
+Import-time dependencies are torch, transformers and peft (the ``calibrate`` extra); QLoRA
+cases also need bitsandbytes (0.50.x runs NF4 forward and backward on a CPU).
 """
 
 from __future__ import annotations
@@ -57,6 +66,9 @@ CATEGORY_NAMES = {
     "Other": "other",
 }
 PHASES = ("forward", "backward", "optimizer")
+# The record's ``precision`` and ``weights_dtype`` per method (module docstring).
+PRECISIONS = {"full": "amp-fp32-master", "lora": "bf16-base-amp", "qlora": "nf4-base-amp"}
+WEIGHT_DTYPES = {"full": "float32", "lora": "bfloat16", "qlora": "nf4"}
 
 # Config keys that describe the checkpoint file rather than the architecture, or that would
 # make transformers pick a dtype / remote code on its own.
@@ -77,7 +89,7 @@ class Case:
     """One measurement. ``config`` is a path to a Hugging Face config.json."""
 
     config: str
-    method: str = "full"  # full | lora
+    method: str = "full"  # full | lora | qlora
     b: int = 1
     s: int = 256
     attention: str = "sdpa"  # eager | sdpa
@@ -87,6 +99,10 @@ class Case:
     lora_alpha: int | None = None  # None -> 2 * r (no effect on memory)
     lora_targets: str | list[str] = "all-linear"
     lora_dropout: float = 0.0
+    quant: str = "nf4-dq"  # qlora only: nf4 | nf4-dq (nf4 with double quantisation)
+    # qlora only: keep every 4-bit layer's input for the backward, as bitsandbytes 0.41-0.43.1
+    # did (see bnb_saves_inputs_emulation)
+    bnb_saves_inputs: bool = False
     optimizer: str = "auto"  # auto (fused if it runs, else foreach) | fused | foreach
     dropout_routing: str = "native"  # native: F.dropout -> aten.native_dropout (bool mask, as CUDA)
     device: str = "auto"  # auto -> cuda if available and mode == real, else cpu
@@ -98,7 +114,9 @@ class Case:
 
     def default_id(self) -> str:
         parts = [self.slug(), self.method]
-        if self.method == "lora":
+        if self.method in ("lora", "qlora"):
+            if self.method == "qlora":
+                parts.append(self.quant + ("-savesinputs" if self.bnb_saves_inputs else ""))
             tgt = (
                 self.lora_targets
                 if isinstance(self.lora_targets, str)
@@ -148,6 +166,21 @@ class PhaseMemTracker(MemTracker):
             self.phase_peak[name] = snap[_TOTAL_KEY]
             self.phase_peak_snap[name] = snap
 
+    def _track_quant_states(self, module: torch.nn.Module) -> int:
+        """Count bitsandbytes' quantisation state as buffers.
+
+        A ``Params4bit`` weight holds only the packed uint8 codes; its ``quant_state`` keeps the
+        per-block absmax (fp32, or uint8 with double quantisation plus the second-level fp32
+        absmax, code book and offset) as plain tensor attributes, which MemTracker does not see
+        through ``module.buffers()``.  They live as long as the model, like buffers.
+        """
+        total = 0
+        for param in module.parameters():
+            for tensor in quant_state_tensors(param):
+                winfos = self._update_and_maybe_create_winfos(tensor, _MemRefType.BUFFER)
+                total += sum(w.mem_consumed for w in winfos)
+        return total
+
     def _track_module_params_and_buffers(
         self, module: torch.nn.Module, install_grad_hooks: bool = True
     ) -> tuple[int, int]:
@@ -175,6 +208,7 @@ class PhaseMemTracker(MemTracker):
         for buffer in module.buffers():
             winfos = self._update_and_maybe_create_winfos(buffer, _MemRefType.BUFFER)
             buffer_memory += sum(w.mem_consumed for w in winfos)
+        buffer_memory += self._track_quant_states(module)
         return param_memory, buffer_memory
 
     def _update_peak_stats(self, peak_state: Any) -> None:  # called after every op
@@ -191,6 +225,22 @@ class PhaseMemTracker(MemTracker):
             if total > self.phase_peak[self.phase]:
                 self.phase_peak[self.phase] = total
                 self.phase_peak_snap[self.phase] = self.current_split()
+
+
+def quant_state_tensors(param: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors of a bitsandbytes ``Params4bit``'s ``QuantState`` (empty for other params):
+    absmax, code, offset and, with double quantisation, ``state2``'s absmax and code."""
+    state = getattr(param, "quant_state", None)
+    out: list[torch.Tensor] = []
+    while state is not None:
+        out += [
+            t
+            for t in (getattr(state, "absmax", None), getattr(state, "code", None),
+                      getattr(state, "offset", None))
+            if isinstance(t, torch.Tensor)
+        ]
+        state = getattr(state, "state2", None)
+    return out
 
 
 def _named_split(snap: dict[str, int]) -> dict[str, int]:
@@ -223,10 +273,12 @@ def build_model(case: Case, device: torch.device) -> tuple[torch.nn.Module, dict
     dtype = torch.float32 if case.method == "full" else torch.bfloat16
     torch.manual_seed(case.seed)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case.attention, dtype=dtype)
-    if device.type != "cpu":
+    if case.method == "qlora":
+        model = _load_in_4bit(model, case, device)
+    elif device.type != "cpu":
         model.to(device)
     model.train()
-    if case.checkpointing:
+    if case.checkpointing and case.method != "qlora":  # qlora: prepare_model_for_kbit_training
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.config.use_cache = False
     info: dict[str, Any] = {
@@ -249,7 +301,7 @@ def build_model(case: Case, device: torch.device) -> tuple[torch.nn.Module, dict
     if model_type == "mixtral":
         info["experts"] = int(cfg.num_local_experts)
         info["experts_per_token"] = int(cfg.num_experts_per_tok)
-    if case.method == "lora":
+    if case.method in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
 
         lcfg = LoraConfig(
@@ -265,6 +317,50 @@ def build_model(case: Case, device: torch.device) -> tuple[torch.nn.Module, dict
     elif case.method != "full":
         raise ValueError(f"unknown method {case.method!r}")
     return model, info
+
+
+def _load_in_4bit(
+    model: torch.nn.Module, case: Case, device: torch.device
+) -> torch.nn.Module:
+    """Quantise a random-init bf16 model the way the QLoRA recipes load a checkpoint.
+
+    The model is saved to a temporary directory and loaded back with
+    ``from_pretrained(quantization_config=BitsAndBytesConfig(load_in_4bit=True, nf4,
+    double quant per case, compute dtype bf16), dtype=bfloat16)``: transformers replaces every
+    ``nn.Linear`` except ``lm_head`` (its ``get_keys_to_not_convert``) with bitsandbytes'
+    ``Linear4bit``.  Then ``prepare_model_for_kbit_training(model, use_gradient_checkpointing=
+    case.checkpointing)`` as PEFT's QLoRA guide calls it: it casts every bf16/fp16 parameter
+    that is not 4-bit (embeddings, norms, lm_head) to fp32 and, with checkpointing, enables
+    ``enable_input_require_grads`` and transformers' checkpointing (non-reentrant by default
+    in transformers 5 only when no kwargs are given: prepare passes ``{}``, so torch's default,
+    reentrant checkpointing, is what this recipe runs).
+    """
+    import tempfile
+
+    from peft import prepare_model_for_kbit_training
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    if case.quant not in ("nf4", "nf4-dq"):
+        raise ValueError(f"unknown quant {case.quant!r}")
+    qcfg = BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=case.quant == "nf4-dq",
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )
+    with tempfile.TemporaryDirectory(prefix="calibrate-qlora-") as tmp:
+        model.save_pretrained(tmp)
+        del model
+        gc.collect()
+        qmodel = AutoModelForCausalLM.from_pretrained(
+            tmp,
+            quantization_config=qcfg,
+            dtype=torch.bfloat16,
+            device_map={"": str(device)},
+            attn_implementation=case.attention,
+        )
+    qmodel.config.use_cache = False
+    return prepare_model_for_kbit_training(qmodel, use_gradient_checkpointing=case.checkpointing)
 
 
 class ParamCounts(TypedDict):
@@ -420,6 +516,41 @@ def fake_mask_routing(enabled: bool) -> Iterator[None]:
         mu.find_packed_sequence_indices = orig_find
 
 
+@contextlib.contextmanager
+def bnb_saves_inputs_emulation(enabled: bool) -> Iterator[None]:
+    """Make bitsandbytes' 4-bit matmul keep its input for the backward, as releases before
+    0.43.2 did.
+
+    ``MatMul4Bit.forward`` in bitsandbytes 0.41.0-0.43.1 stored ``ctx.tensors = (A, B)``
+    (0.41.0 ``bitsandbytes/autograd/_functions.py`` line 523, 0.43.1 line 516): the input A of
+    every 4-bit layer stayed alive from its forward until its backward, although the backward
+    never reads it (no weight gradient).  Commit 9e753741 ("fix QLoRA mem bug: delete useless
+    buffered activation", #1270, first released in 0.43.2) changed it to ``(None, B)``; 0.50.x
+    keeps that (line 358).  This wrapper restores the old reference after the current forward,
+    so the step keeps exactly what the old releases kept.  ``ctx.tensors`` is a plain attribute
+    (not ``save_for_backward``), so non-reentrant checkpointing does not free it either.
+    """
+    if not enabled:
+        yield
+        return
+    from bitsandbytes.autograd._functions import MatMul4Bit
+
+    orig = MatMul4Bit.__dict__["forward"]
+
+    def forward(ctx: Any, A: Any, B: Any, out: Any = None, bias: Any = None,
+                quant_state: Any = None) -> Any:
+        result = orig.__func__(ctx, A, B, out, bias, quant_state)
+        if not ctx.is_empty and any(ctx.needs_input_grad[:2]):
+            ctx.tensors = (A, ctx.tensors[1])
+        return result
+
+    MatMul4Bit.forward = staticmethod(forward)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        MatMul4Bit.forward = orig  # type: ignore[method-assign]
+
+
 def make_optimizer(
     params: list[torch.nn.Parameter], which: str
 ) -> tuple[torch.optim.Optimizer, str]:
@@ -459,15 +590,49 @@ def train_step(
     phase(None)
 
 
-def _versions() -> dict[str, str]:
+def _versions(bitsandbytes: bool = False) -> dict[str, str]:
     import peft
     import transformers
 
-    return {
+    out = {
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "peft": peft.__version__,
         "python": platform.python_version(),
+    }
+    if bitsandbytes:
+        import bitsandbytes as bnb
+
+        out["bitsandbytes"] = bnb.__version__
+    return out
+
+
+def quant_summary(model: torch.nn.Module) -> dict[str, Any]:
+    """Bytes of the 4-bit base: packed weights, quantisation state, and the params they stand
+    for (``quant_state.shape``), plus what ``prepare_model_for_kbit_training`` left in fp32."""
+    packed = state = quantised = 0
+    blocksize = None
+    fp32_frozen = 0
+    seen: set[int] = set()
+    for p in model.parameters():
+        qs = getattr(p, "quant_state", None)
+        if qs is not None:
+            packed += p.numel() * p.element_size()
+            quantised += int(torch.Size(qs.shape).numel())
+            blocksize = int(qs.blocksize)
+            for t in quant_state_tensors(p):
+                key = t.untyped_storage().data_ptr()
+                if key not in seen:
+                    seen.add(key)
+                    state += t.untyped_storage().nbytes()
+        elif not p.requires_grad and p.dtype == torch.float32:
+            fp32_frozen += p.numel()
+    return {
+        "quantised_params": quantised,
+        "packed_weight_bytes": packed,
+        "quant_state_bytes": state,
+        "blocksize": blocksize,
+        "frozen_fp32_params": fp32_frozen,
     }
 
 
@@ -479,6 +644,8 @@ def run_case(case: Case) -> dict[str, Any]:
     fake = case.mode == "fake"
     if case.mode not in ("real", "fake"):
         raise ValueError(f"unknown mode {case.mode!r}")
+    if fake and case.method == "qlora":
+        raise ValueError("qlora runs in real mode only: bitsandbytes quantises real weights")
     if case.attention not in ("eager", "sdpa"):
         raise ValueError(f"unknown attention {case.attention!r}")
     if case.device == "auto":
@@ -498,10 +665,26 @@ def run_case(case: Case) -> dict[str, Any]:
         mm_ctx,
         fake_mask_routing(fake),
         native_dropout_routing(case.dropout_routing == "native"),
+        bnb_saves_inputs_emulation(case.method == "qlora" and case.bnb_saves_inputs),
     ):
         with fake_swap_fix(mode_ctx if fake else None):
             model, info = build_model(case, device)
         counts = param_counts(model)
+        quant = None
+        if case.method == "qlora":
+            quant = {
+                "quant_type": "nf4",
+                "double_quant": case.quant == "nf4-dq",
+                "compute_dtype": "bfloat16",
+                "prepare_model_for_kbit_training": True,
+                "saves_inputs": case.bnb_saves_inputs,
+                # prepare_model_for_kbit_training passes gradient_checkpointing_kwargs={} on to
+                # transformers, which then does not add use_reentrant=False; torch 2.13's
+                # checkpoint defaults to use_reentrant=True (torch/utils/checkpoint.py, with a
+                # warning), and PEFT adds enable_input_require_grads() for it.
+                "checkpointing_use_reentrant": True if case.checkpointing else None,
+                **quant_summary(model),
+            }
         trainable = [p for p in model.parameters() if p.requires_grad]
         optimizer, opt_name = make_optimizer(trainable, case.optimizer)
         g = torch.Generator(device="cpu").manual_seed(case.seed + 1)
@@ -555,7 +738,7 @@ def run_case(case: Case) -> dict[str, Any]:
         raise AssertionError(f"phase peak {peak} != MemTracker peak {tracker_peak}")
 
     lora = None
-    if case.method == "lora":
+    if case.method in ("lora", "qlora"):
         lora = {
             "r": case.lora_r,
             "alpha": case.lora_alpha or 2 * case.lora_r,
@@ -596,8 +779,8 @@ def run_case(case: Case) -> dict[str, Any]:
         "checkpointing": case.checkpointing,
         "mode": case.mode,
         "device": device.type,
-        "precision": "amp-fp32-master" if case.method == "full" else "bf16-base-amp",
-        "weights_dtype": "float32" if case.method == "full" else "bfloat16",
+        "precision": PRECISIONS[case.method],
+        "weights_dtype": WEIGHT_DTYPES[case.method],
         "autocast": "bfloat16",
         "optimizer": opt_name,
         "dropout_routing": case.dropout_routing,
@@ -615,9 +798,11 @@ def run_case(case: Case) -> dict[str, Any]:
             "by_dtype": counts["by_dtype"],
         },
         "cuda": cuda,
-        "versions": _versions(),
+        "versions": _versions(bitsandbytes=case.method == "qlora"),
         "seconds": round(time.perf_counter() - t0, 2),
     }
+    if quant is not None:
+        record["quant"] = quant
     del model, optimizer, trainable, input_ids
     gc.collect()
     return record
