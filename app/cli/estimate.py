@@ -15,6 +15,7 @@ from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.engine import EstimateResult, Job
 from app.engine.activations import ATTENTIONS
+from app.engine.precision import ADAPTER_DTYPES, BASE_DTYPES, FRAMEWORKS, PRECISIONS
 from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
 from app.errors import DomainError
 from app.estimates import inline_config, service
@@ -50,6 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--activation-offload", action="store_true",
                         help="saved activations offloaded to CPU memory")
     parser.add_argument("--gradient-accumulation", type=int, default=1)
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
+                        help="amp: fp32 master weights, bf16 autocast; bf16: pure bf16 "
+                        "(default: as --framework trains)")
+    parser.add_argument("--adapter-dtype", choices=ADAPTER_DTYPES, default=None,
+                        help="LoRA adapters' dtype (default: as --framework trains)")
+    parser.add_argument("--base-dtype", choices=BASE_DTYPES, default=None,
+                        help="the frozen base's dtype for LoRA/QLoRA (default: bf16)")
+    parser.add_argument("--framework", choices=FRAMEWORKS, default="hf",
+                        help="set the dtypes as this framework's recipes do")
     parser.add_argument("--gpu", action="append", default=[], metavar="SLUG",
                         help="hold the job against this card (repeatable); default: every card")
     parser.add_argument("--format", choices=("json", "table"), default="table")
@@ -126,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         fused_optimizer_step=args.fused_optimizer_step,
         activation_offload=args.activation_offload,
         gradient_accumulation=args.gradient_accumulation,
+        precision=args.precision, adapter_dtype=args.adapter_dtype,
+        base_dtype=args.base_dtype, framework=args.framework,
     )
     request = service.EstimateRequest(
         job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)

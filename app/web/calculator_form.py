@@ -13,6 +13,7 @@ from typing import Any, Final, cast
 from urllib.parse import urlencode
 
 from app.engine import Job
+from app.engine import precision as dtypes
 from app.engine.activations import Attention
 from app.engine.states import (
     LORA_TARGET_PRESETS,
@@ -69,6 +70,18 @@ OFFLOAD_LABELS: Final = {
     "optimizer+params": N_("Optimizer states and weights to CPU"),
 }
 
+# Training precision (issue 15): "" is "as the framework trains" (the engine's None).
+FRAMEWORK_LABELS: Final = {
+    "hf": N_("Hugging Face Trainer + PEFT"), "torchtune": N_("torchtune"),
+    "litgpt": N_("LitGPT"), "unsloth": N_("Unsloth"),
+}
+PRECISION_LABELS: Final = {
+    "": N_("As the framework trains"), "amp": N_("Mixed (fp32 master weights, bf16 autocast)"),
+    "bf16": N_("Pure bf16 (weights, gradients, optimizer states)"),
+}
+DTYPE_LABELS: Final = {"": N_("As the framework trains"), "fp32": N_("fp32"), "bf16": N_("bf16")}
+"""The adapters' and the frozen base's dtype."""
+
 CONFIG_REQUEST_FIELD: Final = "model_config"
 """The estimate request's field for a pasted config.json (the API's body field too)."""
 
@@ -77,7 +90,8 @@ ENGINE_FIELDS: Final = {
     "batch_size": "batch", "seq_len": "seq", "lora_rank": "rank", "lora_targets": "targets",
     "quant": "quant", "method": "method", "optimizer": "optimizer", "gpus": "gpus",
     "sharding": "sharding", "offload": "offload", "attention": "attention", "model": "model",
-    "gpu": "gpu",
+    "gpu": "gpu", "precision": "precision", "adapter_dtype": "adapter", "base_dtype": "base",
+    "framework": "framework",
 }
 
 
@@ -104,6 +118,10 @@ class CalculatorInput:
     gpus: int = DEFAULT_JOB.gpus
     sharding: str = DEFAULT_JOB.sharding
     offload: str = DEFAULT_JOB.offload
+    framework: str = DEFAULT_JOB.framework
+    precision: str = ""
+    adapter: str = ""
+    base: str = ""
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
 
@@ -131,6 +149,11 @@ class CalculatorInput:
             values["sharding"] = self.sharding
         if self.offload != "none":
             values["offload"] = self.offload
+        if self.framework != DEFAULT_JOB.framework:
+            values["framework"] = self.framework
+        for name in ("precision", "adapter", "base"):
+            if getattr(self, name):
+                values[name] = getattr(self, name)
         if self.gpu:
             values["gpu"] = self.gpu
         return values
@@ -153,6 +176,10 @@ class CalculatorInput:
             gpus=self.gpus,
             sharding=cast(Sharding, self.sharding),
             offload=cast(Offload, self.offload),
+            framework=cast(dtypes.Framework, self.framework),
+            precision=cast(dtypes.Precision, self.precision) if self.precision else None,
+            adapter_dtype=cast(dtypes.AdapterDtype, self.adapter) if self.adapter else None,
+            base_dtype=cast(dtypes.BaseDtype, self.base) if self.base else None,
         )
 
     def estimate_request(self) -> EstimateRequest:
@@ -187,6 +214,13 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         gpus=forms.integer(data, "gpus", errors, default=d.gpus, minimum=1, maximum=MAX_GPUS),
         sharding=forms.choice(data, "sharding", errors, choices=SHARDINGS, default=d.sharding),
         offload=forms.choice(data, "offload", errors, choices=OFFLOADS, default=d.offload),
+        framework=forms.choice(data, "framework", errors, choices=dtypes.FRAMEWORKS,
+                               default=d.framework),
+        precision=forms.choice(data, "precision", errors, choices=("", *dtypes.PRECISIONS),
+                               default=""),
+        adapter=forms.choice(data, "adapter", errors, choices=("", *dtypes.ADAPTER_DTYPES),
+                             default=""),
+        base=forms.choice(data, "base", errors, choices=("", *dtypes.BASE_DTYPES), default=""),
         gpu=data.get("gpu", "").strip()[:64],
     )
     if calc.is_custom:

@@ -60,6 +60,8 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         fused_optimizer_step=body.fused_optimizer_step,
         activation_offload=body.activation_offload,
         gradient_accumulation=body.gradient_accumulation,
+        precision=body.precision, adapter_dtype=body.adapter_dtype,
+        base_dtype=body.base_dtype, framework=body.framework,
     )
     return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
                            gpu_slugs=tuple(body.gpu), with_levers=with_levers)
@@ -89,6 +91,9 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
         "sharding": body.sharding if body.sharding != "none" else "",
         "offload": body.offload if body.offload != "none" else "",
         "gpu": body.gpu[0] if body.gpu else "",
+        "framework": body.framework if body.framework != "hf" else "",
+        "precision": body.precision or "", "adapter": body.adapter_dtype or "",
+        "base": body.base_dtype or "",
     }
     query.update({k: v for k, v in extra.items() if v})
     return query

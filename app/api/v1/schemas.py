@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from app.catalog.schemas import StockStatus, SystemKind
 from app.engine.activations import Attention
+from app.engine.precision import AdapterDtype, BaseDtype, Framework, Precision
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits
 from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
@@ -196,6 +197,19 @@ class EstimateInput(BaseModel):
     activation_offload: bool = False
     gradient_accumulation: int = Field(default=1, ge=1,
                                        le=job_limits.MAX_GRADIENT_ACCUMULATION)
+    precision: Precision | None = Field(
+        default=None, description="amp: fp32 master weights with bf16 autocast (the Hugging "
+        "Face Trainer's bf16=True); bf16: pure bf16, weights, gradients and optimizer states "
+        "in bf16 (torchtune, LitGPT bf16-true). Default: as `framework` trains.")
+    adapter_dtype: AdapterDtype | None = Field(
+        default=None, description="LoRA adapters' dtype, fp32 or bf16. Default: as "
+        "`framework` trains.")
+    base_dtype: BaseDtype | None = Field(
+        default=None, description="The frozen base's dtype for LoRA/QLoRA, bf16 or fp32. "
+        "Default: bf16.")
+    framework: Framework = Field(
+        default="hf", description="Set the dtypes as this framework's recipes do: hf, "
+        "torchtune, litgpt or unsloth; explicit dtypes override it.")
     gpu: list[Slug] = Field(
         default_factory=list, max_length=64,
         description="Hold the job against these cards only; default every card.",

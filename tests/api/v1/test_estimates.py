@@ -183,3 +183,15 @@ def test_recommendations_keep_to_the_cards_asked_for(
     }).json()["recommendations"]
     assert recs and {r["gpu"] for r in recs} == {"h200-nvl"}
     assert {r["kind"] for r in recs} == {"gpu", "system"}
+
+
+def test_a_quote_link_carries_the_training_precision(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """The storefront link reproduces the job, precision options included (issue 15)."""
+    recs = client.post("/api/v1/recommendations", headers=auth, json={
+        "model": "qwen3-8b", "method": "lora", "framework": "litgpt",
+        "adapter_dtype": "bf16",
+    }).json()["recommendations"]
+    assert recs and all("framework=litgpt" in r["quote_url"] for r in recs)
+    assert all("adapter=bf16" in r["quote_url"] for r in recs)

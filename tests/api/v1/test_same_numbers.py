@@ -30,7 +30,19 @@ MATRIX = [
 ] + [
     ("mistral-7b-v0.3", "lora", {"batch": 4, "seq": 4096, "ckpt": True, "optimizer": "adamw_8bit"}),
     ("qwen3-8b", "full", {"batch": 1, "seq": 2048, "gpus": 4, "sharding": "zero3"}),
+    # training precision (issue 15): a framework preset, and explicit dtypes over it
+    ("llama-3.2-3b", "full", {"batch": 2, "seq": 4096, "framework": "torchtune"}),
+    ("llama-3.1-8b", "lora", {"batch": 1, "seq": 512, "framework": "litgpt"}),
+    ("llama-3.1-8b", "qlora", {"batch": 2, "seq": 1024, "framework": "unsloth"}),
+    ("qwen3-8b", "full", {"batch": 1, "seq": 2048, "precision": "bf16"}),
+    ("mistral-7b-v0.3", "lora", {"batch": 2, "seq": 1024, "adapter": "bf16", "base": "fp32"}),
 ]
+
+# page parameter -> (CLI option, API field) of the precision options
+PRECISION_OPTIONS = {"framework": ("--framework", "framework"),
+                     "precision": ("--precision", "precision"),
+                     "adapter": ("--adapter-dtype", "adapter_dtype"),
+                     "base": ("--base-dtype", "base_dtype")}
 
 
 def _ids(case: tuple[str, str, dict[str, Any]]) -> str:
@@ -48,11 +60,12 @@ def test_page_cli_and_api_agree(
     ckpt = bool(options.get("ckpt"))
     optimizer = options.get("optimizer", "adamw")
     gpus, sharding = options.get("gpus", 1), options.get("sharding", "none")
+    dtypes = {name: options[name] for name in PRECISION_OPTIONS if name in options}
 
     # The page: the view the calculator renders for this shareable query.
     query = {"model": model, "method": method, "batch": str(batch), "seq": str(seq),
              "optimizer": optimizer, "gpus": str(gpus), "sharding": sharding,
-             **({"ckpt": "1"} if ckpt else {})}
+             **({"ckpt": "1"} if ckpt else {}), **dtypes}
     calc, errors = form.parse(query)
     with seeded() as session:
         catalog = catalog_service.get_catalog(session, caches.catalog)
@@ -66,16 +79,20 @@ def test_page_cli_and_api_agree(
     argv = ["estimate", "--model", model, "--method", method, "--batch-size", str(batch),
             "--seq-len", str(seq), "--optimizer", optimizer, "--gpus", str(gpus),
             "--sharding", sharding, "--format", "json"]
+    argv += [part for name, value in dtypes.items() for part in (PRECISION_OPTIONS[name][0],
+                                                                  value)]
     assert sizer([*argv, *(["--gradient-checkpointing"] if ckpt else [])]) == 0
     cli = json.loads(capsys.readouterr().out)
 
     # The API.
     body = {"model": model, "method": method, "batch_size": batch, "seq_len": seq,
             "optimizer": optimizer, "gpus": gpus, "sharding": sharding,
-            "gradient_checkpointing": ckpt}
+            "gradient_checkpointing": ckpt,
+            **{PRECISION_OPTIONS[name][1]: value for name, value in dtypes.items()}}
     api = client.post("/api/v1/estimates", headers=auth, json=body).json()
 
     assert page == cli == api
+    assert not dtypes or api["assumptions"] != _default_assumptions(client, auth, body, dtypes)
     assert api["engine_version"]
 
     recommended = {
@@ -96,3 +113,14 @@ def test_page_cli_and_api_agree(
                 card.fit.free_bytes, card.fit.max_batch_size)
         else:
             assert card.gpu.slug not in recommended
+
+
+def _default_assumptions(client: TestClient, auth: dict[str, str], body: dict[str, Any],
+                         dtypes: dict[str, str]) -> list[str]:
+    """The assumptions of the same body without its precision options: they must differ, or
+    the options were not passed on."""
+    plain = {k: v for k, v in body.items()
+             if k not in {PRECISION_OPTIONS[name][1] for name in dtypes}}
+    assumptions: list[str] = client.post("/api/v1/estimates", headers=auth,
+                                         json=plain).json()["assumptions"]
+    return assumptions
