@@ -440,7 +440,13 @@ class Bf16MatmulViaFp32(TorchDispatchMode):
         }
     )
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         kwargs = kwargs or {}
         if func in self._OPS and any(
             isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args
@@ -544,11 +550,11 @@ def bnb_saves_inputs_emulation(enabled: bool) -> Iterator[None]:
             ctx.tensors = (A, ctx.tensors[1])
         return result
 
-    MatMul4Bit.forward = staticmethod(forward)  # type: ignore[method-assign]
+    MatMul4Bit.forward = staticmethod(forward)
     try:
         yield
     finally:
-        MatMul4Bit.forward = orig  # type: ignore[method-assign]
+        MatMul4Bit.forward = orig
 
 
 def make_optimizer(
