@@ -7,83 +7,41 @@ seed and for staff edits that need optimistic locking.
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any, TypeVar
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
 from app.db.tables import GpuSku, ModelCard, System
 
+_Record = TypeVar("_Record", GpuRecord, SystemRecord, ModelRecord)
+
+
+def _copied(record_type: type[_Record], row: object, **given: Any) -> _Record:
+    """A record whose every field not ``given`` is the ORM row's attribute of that name.
+
+    The three record types mirror their tables column for column (a record has no field its
+    table lacks), so one copy serves all three and a new column is added to the table and the
+    record only; a record field the row lacks fails at once with ``AttributeError``."""
+    copied = {f.name: getattr(row, f.name) for f in fields(record_type) if f.name not in given}
+    return record_type(**copied, **given)
+
 
 def gpu_record(row: GpuSku) -> GpuRecord:
-    """Copy an ORM row into a record."""
-    return GpuRecord(
-        slug=row.slug,
-        name=row.name,
-        architecture=row.architecture,
-        compute_capability=row.compute_capability,
-        memory_nominal_gb=row.memory_nominal_gb,
-        usable_bytes=row.usable_bytes,
-        usable_basis=row.usable_basis,
-        memory_type=row.memory_type,
-        memory_bandwidth_gbps=row.memory_bandwidth_gbps,
-        bf16_dense_tflops=row.bf16_dense_tflops,
-        fp8_dense_tflops=row.fp8_dense_tflops,
-        fp4_dense_tflops=row.fp4_dense_tflops,
-        interconnect=row.interconnect,
-        interconnect_bandwidth_gbps=row.interconnect_bandwidth_gbps,
-        max_power_w=row.max_power_w,
-        form_factor=row.form_factor,
-        mig_instances=row.mig_instances,
-        price_eur_net=row.price_eur_net,
-        stock_status=row.stock_status,
-        product_url=row.product_url,
-        active=row.active,
-        sources=tuple(str(source) for source in row.sources),
-        updated_at=row.updated_at,
-        version=row.version,
-    )
+    """Copy an ORM row into a record (sources as a tuple of strings, not the JSON list)."""
+    return _copied(GpuRecord, row, sources=tuple(str(source) for source in row.sources))
 
 
 def system_record(row: System, gpu_slug: str) -> SystemRecord:
     """Copy an ORM row into a record; the GPU is named by slug, not id."""
-    return SystemRecord(
-        slug=row.slug,
-        name=row.name,
-        kind=row.kind,
-        gpu_slug=gpu_slug,
-        gpu_count=row.gpu_count,
-        gpu_interconnect=row.gpu_interconnect,
-        host_ram_gb=row.host_ram_gb,
-        price_eur_net=row.price_eur_net,
-        product_url=row.product_url,
-        stock_status=row.stock_status,
-        active=row.active,
-        updated_at=row.updated_at,
-        version=row.version,
-    )
+    return _copied(SystemRecord, row, gpu_slug=gpu_slug)
 
 
 def model_record(row: ModelCard) -> ModelRecord:
     """Copy an ORM row into a record."""
-    return ModelRecord(
-        slug=row.slug,
-        hf_id=row.hf_id,
-        family=row.family,
-        config=row.config,
-        params_total=row.params_total,
-        params_active=row.params_active,
-        params_linear=row.params_linear,
-        params_embedding=row.params_embedding,
-        params_lm_head=row.params_lm_head,
-        params_norm=row.params_norm,
-        params_other=row.params_other,
-        max_positions=row.max_positions,
-        license=row.license,
-        gated=row.gated,
-        active=row.active,
-        updated_at=row.updated_at,
-        version=row.version,
-    )
+    return _copied(ModelRecord, row)
 
 
 def list_gpus(session: Session) -> list[GpuRecord]:

@@ -136,12 +136,7 @@ def save(request: Request, session: DbSession, principal: Principal, plural: str
                            kind=kind, slug=slug,
                            version=staff_forms.version(body.fields), values=values)
         except Conflict:
-            session.rollback()
-            caches.of(request).catalog.forget()
-            current = _record(request, session, kind, slug)
-            return _form(request, session, plural, slug=slug, values=_current(current),
-                         version=current.version, conflict=True, active=current.active,
-                         status=409)
+            return _conflict(request, session, plural, kind, slug)
         except InvalidInput as exc:
             session.rollback()
             staff_forms.domain_field_error(exc, errors, fallback="name")
@@ -164,6 +159,18 @@ def restore(request: Request, session: DbSession, principal: Principal, plural: 
     return _set_active(request, session, principal, plural, slug, body.fields, active=True)
 
 
+def _conflict(request: Request, session: DbSession, plural: str, kind: editing.Kind,
+              slug: str) -> Response:
+    """The 409 form of a stale save, archive or restore: the failed write rolled back, the
+    catalog cache dropped (somebody else changed the row) and the form shown again with the
+    current values and version, so the staff member sees what changed before trying again."""
+    session.rollback()
+    caches.of(request).catalog.forget()
+    current = _record(request, session, kind, slug)
+    return _form(request, session, plural, slug=slug, values=_current(current),
+                 version=current.version, conflict=True, active=current.active, status=409)
+
+
 def _set_active(request: Request, session: DbSession, principal: Principal, plural: str,
                 slug: str, data: dict[str, str], *, active: bool) -> Response:
     kind = _kind(plural)
@@ -172,10 +179,5 @@ def _set_active(request: Request, session: DbSession, principal: Principal, plur
                            kind=kind, slug=slug,
                            version=staff_forms.version(data), active=active)
     except Conflict:
-        session.rollback()
-        caches.of(request).catalog.forget()
-        current = _record(request, session, kind, slug)
-        return _form(request, session, plural, slug=slug, values=_current(current),
-                     version=current.version, conflict=True, active=current.active,
-                     status=409)
+        return _conflict(request, session, plural, kind, slug)
     return htmx.redirect(request, f"/staff/catalog/{plural}/{slug}?saved=1")
