@@ -196,8 +196,10 @@ def test_relationships_never_load_lazily(session: Session, make_system: Any) -> 
     system = make_system(session)
     session.commit()
     session.expire_all()
+    loaded = session.get(type(system), system.id)
+    assert loaded is not None
     with pytest.raises(Exception, match="lazy='raise'"):
-        _ = session.get(type(system), system.id).gpu_sku  # type: ignore[union-attr]
+        _ = loaded.gpu_sku
 
 
 def test_a_stale_edit_loses_instead_of_overwriting(

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 
 import pytest
+from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
@@ -24,7 +25,8 @@ SAMPLE = {"reference": "Q-AAAAAAAA", "line_id": "1", "slug": "rtx-pro-6000", "ki
 def _staff_routes(client: TestClient) -> list[tuple[str, str]]:
     found = []
     # iter_route_contexts flattens included routers with their effective (prefixed) paths
-    for route in iter_route_contexts(client.app.routes):  # type: ignore[attr-defined]
+    assert isinstance(client.app, FastAPI)
+    for route in iter_route_contexts(client.app.routes):
         if route.path and route.path.startswith("/staff"):
             path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: SAMPLE.get(m.group(1), "x"),
                           route.path)

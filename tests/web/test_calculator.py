@@ -49,8 +49,9 @@ def test_query_parameters_render_the_same_result_server_side(
     small = _get(client, "/?model=llama-3.1-8b&method=lora&batch=1&seq=2048", htmx)[1]
     large = _get(client, "/?model=llama-3.1-8b&method=lora&batch=4&seq=4096", htmx)[1]
     activations = re.compile(r'id="fig-activations">([^<]+)<')
-    assert activations.search(small) and activations.search(large)
-    assert activations.search(small).group(1) != activations.search(large).group(1)  # type: ignore[union-attr]
+    small_match, large_match = activations.search(small), activations.search(large)
+    assert small_match and large_match
+    assert small_match.group(1) != large_match.group(1)
 
 
 def test_a_card_that_does_not_fit_shows_its_cheapest_lever(client: TestClient, htmx: bool) -> None:
