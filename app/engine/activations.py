@@ -16,7 +16,13 @@ Regimes (which tensors are bf16 or fp32):
 * ``amp``: fp32 weights under ``torch.autocast(bfloat16)``: the Hugging Face Trainer with
   ``bf16=True`` (the hf accounting). Autocast keeps a bf16 copy of each linear weight alive
   from its forward use until its backward.
-* ``lora``: frozen bf16 base, fp32 PEFT adapters, autocast (the usual LoRA/QLoRA recipe).
+* ``lora``: frozen bf16 base, fp32 PEFT adapters, autocast (the usual LoRA recipe; QLoRA in
+  pure bf16).
+* ``qlora``: the Hugging Face/PEFT QLoRA recipe: NF4 linear layers after
+  ``prepare_model_for_kbit_training``, whose fp32 embeddings and norms put the residual stream
+  in fp32; each 4-bit layer returns its output in its input's dtype (bitsandbytes
+  ``Linear4bit.forward``: ``.to(inp_dtype)``), so the MLP's intermediate tensors are fp32 too.
+  Measured with bitsandbytes 0.50.2 (``tools/calibrate/results/cpu-qlora.json``).
 
 The peak is a maximum over phases, not a sum: at the start of backward (the usual peak) no
 gradient exists yet, and by the optimizer step every activation is gone.
@@ -32,7 +38,7 @@ from app.engine.states import LoraSetup, Method, lora_target_specs
 
 Attention = Literal["flash", "sdpa", "eager"]
 LossHead = Literal["standard", "chunked"]
-Regime = Literal["bf16", "amp", "lora"]
+Regime = Literal["bf16", "amp", "lora", "qlora"]
 
 ATTENTIONS: tuple[Attention, ...] = ("flash", "sdpa", "eager")
 LOSS_HEADS: tuple[LossHead, ...] = ("standard", "chunked")
@@ -56,7 +62,7 @@ SOFTCAP_LOGIT_BYTES_PER_VOCAB = 2
 # dtype: bf16 (2 bytes) on a bf16 base, fp32 (4) under amp with fp32 weights. It lives through
 # the forward; gradient checkpointing (non-reentrant) saves it with each layer's inputs, so
 # then it lives until the backward too. SDPA and flash attention use is_causal and build none.
-MASK_BYTES: dict[str, int] = {"bf16": 2, "lora": 2, "amp": 4}
+MASK_BYTES: dict[str, int] = {"bf16": 2, "lora": 2, "amp": 4, "qlora": 4}
 
 # Loss head, bytes per token per vocabulary entry (activation-findings.md, "The loss head"):
 # forward at the log-softmax: bf16 logits + fp32 copy + fp32 log-softmax = 2 + 4 + 4;
@@ -74,7 +80,22 @@ CHUNKED_LOSS_TOKENS = 1024
 
 # Gradient checkpointing (non-reentrant) keeps only each layer's input: bf16 (2h) or, under
 # amp with fp32 weights, fp32 (4h) (activation-findings.md, last row of the table).
-CHECKPOINT_INPUT_BYTES: dict[Regime, int] = {"bf16": 2, "lora": 2, "amp": 4}
+CHECKPOINT_INPUT_BYTES: dict[Regime, int] = {"bf16": 2, "lora": 2, "amp": 4, "qlora": 4}
+
+# QLoRA under prepare_model_for_kbit_training: the gated MLP's three saved intermediate tensors
+# (gate output, its activation, up output) are fp32 (4 bytes) instead of bf16 (2): 6i more per
+# token per layer than a bf16 base (2i for a plain MLP's two). Measured, tiny-llama 2 and 4
+# layers (tools/calibrate/results/cpu-qlora.json).
+QLORA_FP32_MLP_EXTRA_BYTES = 4 - 2
+
+# bitsandbytes before 0.43.2 kept every 4-bit layer's input A for the backward
+# (``ctx.tensors = (A, B)`` in MatMul4Bit.forward: 0.41.0 bitsandbytes/autograd/_functions.py
+# line 523, 0.43.1 line 516; removed by commit 9e753741, "fix QLoRA mem bug: delete useless
+# buffered activation", #1270, released in 0.43.2; 0.50.1 line 358 keeps ``(None, B)``). A is
+# ``x.to(compute_dtype)``: a new bf16 copy (2 bytes per input feature) wherever the input is
+# fp32, the same tensor where it is already bf16. Measured by emulating the old line on
+# bitsandbytes 0.50.2 (tools/calibrate/harness.py, bnb_saves_inputs_emulation).
+BNB_SAVED_INPUT_BYTES = 2
 
 # Activation offloading (torchtune's OffloadActivations; DeepSpeed CPU checkpointing) keeps
 # about two layers' activations on the GPU (one being computed, one in transfer).
@@ -96,6 +117,7 @@ class ActivationSetup:
     lora: LoraSetup | None = None
     loss_head: LossHead = "standard"
     activation_offload: bool = False
+    bnb_saves_inputs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +224,42 @@ def lora_head_bytes_per_token(shape: ModelShape, lora: LoraSetup | None) -> int:
     return (2 + mask) * shape.hidden_size + 2 * lora.rank
 
 
+def qlora_fp32_mlp_bytes_per_token(shape: ModelShape) -> int:
+    """The extra bytes of the MLP's fp32 intermediates under the ``qlora`` regime, per token per
+    layer: 6i for a gated MLP (three tensors), 2i for a plain one (two)."""
+    width = (shape.moe_intermediate_size * shape.experts_per_token if shape.is_moe
+             else shape.intermediate_size)
+    tensors = 3 if shape.gated_mlp else 2
+    return QLORA_FP32_MLP_EXTRA_BYTES * tensors * width
+
+
+def bnb_saved_inputs_bytes_per_token(shape: ModelShape, regime: Regime) -> tuple[int, int]:
+    """What bitsandbytes < 0.43.2 kept per token per decoder layer: the input of every 4-bit
+    layer (:data:`BNB_SAVED_INPUT_BYTES`), as ``(all layers, the attention projections' share)``.
+
+    ``qlora`` regime (fp32 residual stream, measured): each 4-bit layer casts its fp32 input to
+    its own bf16 copy (q, k and v each one), except o_proj, whose input is the attention
+    kernel's bf16 output, which the kernel saves anyway. Otherwise (pure bf16, unmeasured) the
+    input is already bf16 and only the tensor itself is kept alive: once per distinct input
+    (the normalised input of the attention block, of the MLP, and down_proj's input).
+
+    The second number is the share of the layers reading the attention block's input: without
+    checkpointing the first layer's input needs no gradient (the frozen embedding), so its
+    projections keep nothing (bitsandbytes saves A only when an input needs a gradient).
+    """
+    if regime == "qlora":
+        attention = sum(BNB_SAVED_INPUT_BYTES * spec.in_features * spec.copies
+                        for spec in shape.linears if spec.role in ("q", "k", "v", "qkv"))
+        rest = sum(BNB_SAVED_INPUT_BYTES * spec.in_features * spec.active_copies
+                   for spec in shape.linears
+                   if spec.role not in ("q", "k", "v", "qkv", "o"))
+        return attention + rest, attention
+    width = (shape.moe_intermediate_size * shape.experts_per_token if shape.is_moe
+             else shape.intermediate_size)
+    attention = BNB_SAVED_INPUT_BYTES * shape.hidden_size
+    return attention + BNB_SAVED_INPUT_BYTES * (shape.hidden_size + width), attention
+
+
 def _mlp_bytes(shape: ModelShape, *, trainable: bool) -> int:
     """The MLP's saved bf16 tensors per token.
 
@@ -244,8 +302,14 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         layer = full_layer_bytes_per_token(shape, setup.regime)
     else:
         layer = lora_layer_bytes_per_token(shape, setup.lora or LoraSetup())
+        if setup.regime == "qlora":
+            layer += qlora_fp32_mlp_bytes_per_token(shape)
     quad = eager_bytes_per_token_per_seq(shape, setup.attention)
     layers = shape.num_layers
+    bnb_inputs, bnb_first_layer_skip = (
+        bnb_saved_inputs_bytes_per_token(shape, setup.regime)
+        if setup.method == "qlora" and setup.bnb_saves_inputs else (0, 0)
+    )
     masks = mask_bytes_per_token_per_seq(shape, setup.attention, setup.regime)
     forward_only_quad = masks
     if setup.gradient_checkpointing:
@@ -255,9 +319,14 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         forward_only_quad = 0
     elif setup.activation_offload:
         kept = min(layers, OFFLOADED_LAYERS_ON_GPU)
-        saved, saved_quad = layer * kept, quad * kept
+        saved, saved_quad = (layer + bnb_inputs) * kept, quad * kept
     else:
         saved, saved_quad = layer * layers, quad * layers
+        saved += bnb_inputs * layers - bnb_first_layer_skip
+    # The layer recomputed in the backward (checkpointing: reentrant, as prepare_model_for_
+    # kbit_training leaves it, runs the old bitsandbytes forward under grad there) keeps its
+    # inputs until its own backward too.
+    layer += bnb_inputs
     if setup.method != "full":
         saved += lora_head_bytes_per_token(shape, setup.lora)
     v = shape.vocab_size

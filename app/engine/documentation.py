@@ -77,11 +77,16 @@ TERMS: tuple[Term, ...] = (
     Term(
         "qlora", "QLoRA base",
         f"block linear layers in NF4: {_bits('nf4-dq')} bits per parameter with double "
-        f"quantisation, {_bits('nf4')} without; embeddings, lm_head, norms and biases bf16; "
-        "a 4-bit base trains adapters only; activations as measured for LoRA, plus one "
-        "layer dequantised to bf16 at a time. Not yet measured (bitsandbytes needs a GPU)",
-        "Dettmers et al., QLoRA, arXiv 2305.14314, section 3; Hugging Face bitsandbytes guide",
-        "app/engine/states.py",
+        f"quantisation, {_bits('nf4')} without, plus the quantisation state per module; "
+        "under mixed precision PEFT's prepare_model_for_kbit_training makes embeddings, "
+        "lm_head, norms and biases fp32 (the residual stream and the MLP's intermediates fp32 "
+        "too, lm_head cast to bf16 for its matmul), under pure bf16 they stay bf16; one layer "
+        "dequantised to bf16 at a time; bitsandbytes 0.41-0.43.1 also kept every 4-bit "
+        "layer's input (bnb_saves_inputs). Measured with bitsandbytes 0.50 on a CPU "
+        "(tools/calibrate/results/cpu-qlora.json)",
+        "Dettmers et al., QLoRA, arXiv 2305.14314, section 3; PEFT prepare_model_for_kbit_"
+        "training; bitsandbytes MatMul4Bit (commit 9e753741, 0.43.2)",
+        "app/engine/states.py, app/engine/activations.py",
     ),
     Term(
         "sharding", "Several GPUs",

@@ -55,6 +55,7 @@ from app.engine.states import (
     Optimizer,
     Quant,
     Sharding,
+    kbit_prepared,
     lora_target_specs,
     shard_states,
     single_gpu_states,
@@ -65,7 +66,9 @@ from app.engine.states import (
 # under the hf accounting, all from the calibration grid (tools/calibrate).
 # 1.2.0: training precision (pure bf16, bf16 adapters, fp32 base) and framework presets;
 # activation offload under checkpointing; LoRA on lm_head (issue 15).
-ENGINE_VERSION = "1.2.0"
+# 1.3.0: QLoRA as measured with bitsandbytes (prepare_model_for_kbit_training's fp32 params,
+# residual stream and lm_head copy; the quantisation state; bnb_saves_inputs) (issue 15).
+ENGINE_VERSION = "1.3.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024
@@ -95,10 +98,6 @@ UNIFIED_MEMORY_WARNING = (
 ZERO3_WITHOUT_NVLINK_WARNING = (
     "zero3 gathers every layer's parameters over the GPU link each step; this card "
     "has no NVLink, so that traffic goes over PCIe or the network"
-)
-QLORA_UNMEASURED_WARNING = (
-    "QLoRA is arithmetic plus the measured LoRA activations; bitsandbytes' 4-bit layers "
-    "need a GPU to measure and have not been measured yet"
 )
 PAGED_OPTIMIZER_WARNING = (
     "paged optimizers move states to CPU memory only under memory pressure; they are "
@@ -148,6 +147,9 @@ class Job:
     adapter_dtype: AdapterDtype | None = None
     base_dtype: BaseDtype | None = None
     framework: Framework = "hf"
+    # QLoRA with bitsandbytes 0.41-0.43.1, which kept every 4-bit layer's input for the
+    # backward (activations.BNB_SAVED_INPUT_BYTES); False: bitsandbytes >= 0.43.2. Engine-only.
+    bnb_saves_inputs: bool = False
 
     @property
     def training_precision(self) -> TrainingPrecision:
@@ -279,6 +281,8 @@ def validate(shape: ModelShape, job: Job) -> None:
         lora_target_specs(shape, job.lora_targets)
     if job.offload == "optimizer+params" and job.sharding != "zero3":
         raise EngineError("offload", "offload_needs_zero3")
+    if not isinstance(job.bnb_saves_inputs, bool):
+        raise EngineError("bnb_saves_inputs", "true_or_false", value=repr(job.bnb_saves_inputs))
     _validate_precision(job)
 
 
@@ -325,6 +329,7 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
     single = single_gpu_states(
         shape, method=job.method, optimizer=job.optimizer, accounting=job.accounting,
         lora=job.lora, quant=job.effective_quant, precision=job.training_precision,
+        kbit_prepare=kbit_prepared(job.method, job.training_precision),
     )
     sharded = shard_states(
         single, gpus=gpus or job.gpus, sharding=sharding or job.sharding, offload=job.offload
@@ -339,6 +344,10 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
     )
 
 
+# Bytes per element of autocast's bf16 copy of an fp32 weight.
+BF16_HEAD_COPY_BYTES = 2
+
+
 def step_model(shape: ModelShape, job: Job) -> StepModel:
     """The phases of one training step on one GPU, with their fixed bytes and coefficients."""
     states = model_states(shape, job)
@@ -347,12 +356,17 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     # Pure bf16 full fine-tuning keeps bf16 activations, as the zero accounting's bf16 model.
     regime = "bf16" if pure_bf16 and job.method == "full" else regime_for(job.method,
                                                                            job.accounting)
+    # QLoRA after prepare_model_for_kbit_training: fp32 embeddings, norms and lm_head.
+    prepared = kbit_prepared(job.method, dtypes)
+    if prepared:
+        regime = "qlora"
     profile = activation_profile(
         shape,
         ActivationSetup(
             method=job.method, regime=regime, attention=job.attention,
             gradient_checkpointing=job.gradient_checkpointing, lora=job.lora,
             loss_head=job.loss_head, activation_offload=job.activation_offload,
+            bnb_saves_inputs=job.bnb_saves_inputs,
         ),
     )
     zero3 = job.sharding == "zero3" and job.gpus > 1
@@ -371,6 +385,12 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         # bf16 adapters need none.
         fp32_adapters = job.method != "full" and dtypes.adapter_dtype == "fp32"
         copies = 2 * states.trainable_params // weight_shards if fp32_adapters else 0
+    if prepared:
+        # The frozen fp32 lm_head (or the tied fp32 embedding) is cast to bf16 by autocast for
+        # its matmul and that copy is saved for the input gradient, until the head's backward:
+        # autocast caches only weights that require grad, so this copy is per use, not cached
+        # (measured: tools/calibrate/results/cpu-qlora.json).
+        copies += BF16_HEAD_COPY_BYTES * shape.vocab_size * shape.hidden_size
     if job.offload == "optimizer+params":
         weights_static = 0
     static = weights_static + states.adapter_weight_bytes + states.optimizer_bytes
@@ -501,6 +521,7 @@ def estimate(
         acc: single_gpu_states(
             shape, method=job.method, optimizer=job.optimizer, accounting=acc, lora=job.lora,
             quant=job.effective_quant, precision=job.training_precision,
+            kbit_prepare=kbit_prepared(job.method, job.training_precision),
         ).total_bytes
         for acc in ACCOUNTINGS
     }
@@ -646,8 +667,6 @@ def _sharded(job: Job, gpus: int) -> Job:
 
 def _job_warnings(shape: ModelShape, job: Job) -> tuple[str, ...]:
     warnings: list[str] = []
-    if job.method == "qlora":
-        warnings.append(QLORA_UNMEASURED_WARNING)
     if job.optimizer.startswith("paged_"):
         warnings.append(PAGED_OPTIMIZER_WARNING)
     return tuple(warnings)
@@ -669,8 +688,17 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "tensors",
     "lora": "LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT default), 16 bytes per "
     "trainable param with AdamW",
-    "nf4_dq": "NF4 base (with double quantisation); embeddings, lm_head and norms stay bf16",
-    "nf4": "NF4 base (without double quantisation); embeddings, lm_head and norms stay bf16",
+    "nf4_dq": "NF4 base (with double quantisation)",
+    "nf4": "NF4 base (without double quantisation)",
+    "qlora_prepared": "QLoRA as PEFT's prepare_model_for_kbit_training leaves the model: "
+    "embeddings, lm_head and norms in fp32, so the residual stream is fp32 too, and lm_head is "
+    "cast to bf16 for its matmul",
+    "qlora_base_dtype": "embeddings, lm_head and norms stay in the base dtype (pure bf16 does "
+    "not run prepare_model_for_kbit_training)",
+    "bnb_current": "bitsandbytes 0.43.2 or later: a 4-bit layer keeps no copy of its input for "
+    "the backward",
+    "bnb_saves_inputs": "bitsandbytes 0.41 to 0.43.1: every 4-bit layer keeps its input until "
+    "its backward, as in the QLoRA figures published in 2023 and early 2024",
     "moe": "mixture of experts: every expert is held in memory; LoRA counts one linear layer "
     "per expert (transformers 4 modules, most training stacks) and adapts the router under "
     "all-linear; activations follow the %(experts)s experts each token is routed to",
@@ -721,6 +749,9 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
             items.append(("base_fp32", {}))
     if job.method == "qlora":
         items.append(("nf4_dq" if job.effective_quant == "nf4-dq" else "nf4", {}))
+        items.append(("qlora_prepared" if kbit_prepared(job.method, dtypes) else
+                      "qlora_base_dtype", {}))
+        items.append(("bnb_saves_inputs" if job.bnb_saves_inputs else "bnb_current", {}))
     if shape.is_moe:
         items.append(("moe", {"experts": shape.experts_per_token}))
     if job.gpus > 1:

@@ -14,9 +14,12 @@ optimizer state); an adapter of rank r on an m->n layer adds r*(m+n) trainable p
 PEFT in fp32 (4) with an fp32 gradient (4) and Adam's moments (8): 16 bytes per trainable param.
 
 QLoRA (Dettmers et al., arXiv 2305.14314): block linear layers in NF4; with double quantisation
-4 + 8/64 + 32/(64*256) = 4.127 bits/param, without it 4 + 32/64 = 4.5 bits. Embeddings, lm_head,
-norms (and biases) stay bf16. bitsandbytes trains adapters only on 4-bit bases
-(Hugging Face bitsandbytes guide): a 4-bit full fine-tune is refused.
+4 + 8/64 + 32/(64*256) = 4.127 bits/param, without it 4 + 32/64 = 4.5 bits, plus a small
+quantisation state per module. Under mixed precision (the Hugging Face/PEFT recipe) PEFT's
+``prepare_model_for_kbit_training`` casts everything that is not 4-bit (embeddings, lm_head,
+norms, biases) to fp32; pure-bf16 stacks keep it in the base dtype. Measured with bitsandbytes
+0.50.2 on real steps: ``tools/calibrate/results/cpu-qlora.json``. bitsandbytes trains adapters
+only on 4-bit bases (Hugging Face bitsandbytes guide): a 4-bit full fine-tune is refused.
 """
 
 from __future__ import annotations
@@ -77,6 +80,20 @@ NF4_BITS: dict[Quant, float] = {
     "nf4-dq": 4 + 8 / 64 + 32 / (64 * 256),
     "nf4": 4 + 32 / 64,
 }
+
+# bitsandbytes' QuantState beyond the bits above, per quantised module (measured,
+# tools/calibrate/results/cpu-qlora.json, ``quant.quant_state_bytes``): the NF4 code book of 16
+# fp32 values (64 B); with double quantisation also the 8-bit code book of the absmax values
+# (256 fp32, 1,024 B) and their fp32 offset (4 B).
+NF4_CODE_BYTES = 16 * 4
+QUANT_STATE_MODULE_BYTES: dict[Quant, int] = {"nf4-dq": NF4_CODE_BYTES + 256 * 4 + 4,
+                                              "nf4": NF4_CODE_BYTES}
+
+# peft.prepare_model_for_kbit_training (peft/utils/other.py, 0.21.2: "cast all non INT8
+# parameters to fp32") casts every bf16/fp16 parameter that is not a bitsandbytes Params4bit to
+# fp32: embeddings, lm_head, norms and biases. The Hugging Face/PEFT QLoRA recipe (mixed
+# precision) calls it; pure-bf16 stacks (torchtune, LitGPT bf16-true) do not.
+KBIT_PREPARED_BYTES = 4
 
 # PEFT keeps LoRA adapters in fp32 by default (autocast_adapter_dtype=True) with fp32 gradients.
 ADAPTER_WEIGHT_BYTES = 4
@@ -223,12 +240,22 @@ def _in_param_dtype(optimizer: Optimizer, fp32_bytes: int, param_bytes: int) -> 
 def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq",
                       base_bytes: int = BF16_BYTES) -> int:
     """Bytes of the frozen base for LoRA (bf16, or fp32 when loaded so) and QLoRA (NF4 linear
-    layers, the rest in the base dtype)."""
+    layers with their quantisation state, the rest at ``base_bytes``: the base dtype, or fp32
+    after ``prepare_model_for_kbit_training``)."""
     split = shape.split
     if method == "qlora":
+        modules = sum(spec.instances for spec in shape.linears)
         quantised = round(split.linear * NF4_BITS[quant] / 8)
+        quantised += QUANT_STATE_MODULE_BYTES[quant] * modules
         return quantised + base_bytes * (split.total - split.linear)
     return base_bytes * split.total
+
+
+def kbit_prepared(method: Method, precision: TrainingPrecision) -> bool:
+    """Whether the job runs PEFT's ``prepare_model_for_kbit_training`` (QLoRA under mixed
+    precision, the Hugging Face/PEFT recipe): the non-4-bit params become fp32, and the residual
+    stream with them (activations.py, regime ``qlora``)."""
+    return method == "qlora" and precision.precision == "amp"
 
 
 def single_gpu_states(
@@ -240,9 +267,12 @@ def single_gpu_states(
     lora: LoraSetup | None = None,
     quant: Quant = "nf4-dq",
     precision: TrainingPrecision = AMP,
+    kbit_prepare: bool = False,
 ) -> ModelStates:
     """Model states on one GPU without sharding (the article's tables; pure bf16 and bf16
-    adapters as :mod:`precision` says)."""
+    adapters as :mod:`precision` says). ``kbit_prepare``: QLoRA's non-4-bit params in fp32, as
+    PEFT's recipe leaves them (:func:`kbit_prepared`); the article counts them in the base
+    dtype."""
     total = shape.total_params
     if method == "full":
         if optimizer == "adafactor":
@@ -269,7 +299,10 @@ def single_gpu_states(
         adapter_moments = _optimizer_bytes_per_param(optimizer) * trainable
     adapter_bytes = precision.adapter_bytes
     return ModelStates(
-        weights_bytes=base_weight_bytes(shape, method, quant, precision.base_bytes),
+        weights_bytes=base_weight_bytes(
+            shape, method, quant,
+            KBIT_PREPARED_BYTES if kbit_prepare and method == "qlora" else precision.base_bytes,
+        ),
         gradients_bytes=0,
         optimizer_bytes=0,
         trainable_params=trainable,

@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine.estimate import (
     PAGED_OPTIMIZER_WARNING,
-    QLORA_UNMEASURED_WARNING,
     UNIFIED_MEMORY_WARNING,
     ZERO3_WITHOUT_NVLINK_WARNING,
     CardFit,
@@ -73,10 +72,18 @@ ASSUMPTION_LABELS = {
                    "step's tensors"),
     "lora": N_("LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT's default), 16 bytes "
                "per trained parameter with AdamW"),
-    "nf4_dq": N_("4-bit NF4 base with double quantisation; embeddings, lm_head and norms stay "
-                 "in bf16"),
-    "nf4": N_("4-bit NF4 base without double quantisation; embeddings, lm_head and norms stay "
-              "in bf16"),
+    "nf4_dq": N_("4-bit NF4 base with double quantisation"),
+    "nf4": N_("4-bit NF4 base without double quantisation"),
+    "qlora_prepared": N_("QLoRA as PEFT's prepare_model_for_kbit_training leaves the model: "
+                         "embeddings, lm_head and norms in fp32, so the residual stream is fp32 "
+                         "too, and lm_head is cast to bf16 for its matrix multiply"),
+    "qlora_base_dtype": N_("embeddings, lm_head and norms stay in the base dtype (pure bf16 "
+                           "does not run prepare_model_for_kbit_training)"),
+    "bnb_current": N_("bitsandbytes 0.43.2 or later: a 4-bit layer keeps no copy of its input "
+                      "for the backward pass"),
+    "bnb_saves_inputs": N_("bitsandbytes 0.41 to 0.43.1: every 4-bit layer keeps its input "
+                           "until its backward pass, as in the QLoRA figures published in 2023 "
+                           "and early 2024"),
     "moe": N_("mixture of experts: every expert is held in memory; LoRA counts one linear "
               "layer per expert and, on all linear layers, adapts the router too; activations "
               "follow the %(experts)s experts each token is routed to"),
@@ -109,10 +116,6 @@ WARNINGS = {
     ZERO3_WITHOUT_NVLINK_WARNING: N_(
         "ZeRO-3 gathers every layer's weights each step; without NVLink that traffic goes over "
         "PCIe or the network, which is slower."
-    ),
-    QLORA_UNMEASURED_WARNING: N_(
-        "QLoRA figures are arithmetic plus measured LoRA activations; the 4-bit layers "
-        "themselves have not been measured on a GPU yet."
     ),
     PAGED_OPTIMIZER_WARNING: N_(
         "Paged optimizers move states to CPU memory only under memory pressure; they are "

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -99,10 +100,29 @@ def load_shape(model: str, catalog: dict[str, Path]) -> ModelShape:
 PRECISION_MODES = {"pure-bf16": "bf16", "amp": "amp"}
 
 
-def to_job(fields: dict[str, Any], precision_mode: str | None = None) -> Job:
+# bitsandbytes releases before this one kept every 4-bit layer's input for the backward
+# (app/engine/activations.py, BNB_SAVED_INPUT_BYTES; the fix, commit 9e753741, shipped in 0.43.2).
+BNB_INPUTS_FREED_IN = (0, 43, 2)
+
+
+def saves_inputs(versions: dict[str, Any] | None) -> bool | None:
+    """Whether the figure's stated bitsandbytes release kept every 4-bit layer's input; None
+    when no release is stated (or only a lower bound, ``>=``), so the engine's default holds."""
+    stated = str((versions or {}).get("bitsandbytes", ""))
+    match = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", stated)
+    if match is None:
+        return None
+    return tuple(int(part) for part in match.groups()) < BNB_INPUTS_FREED_IN
+
+
+def to_job(fields: dict[str, Any], precision_mode: str | None = None,
+           versions: dict[str, Any] | None = None) -> Job:
     values = dict(fields)
     if precision_mode in PRECISION_MODES:
         values.setdefault("precision", PRECISION_MODES[precision_mode])
+    old_bnb = saves_inputs(versions) if values.get("method") == "qlora" else None
+    if old_bnb is not None:
+        values.setdefault("bnb_saves_inputs", old_bnb)
     if isinstance(values.get("lora_targets"), list):
         values["lora_targets"] = tuple(values["lora_targets"])
     return Job(**values)
@@ -131,8 +151,8 @@ def run_case(figure: dict[str, Any], catalog: dict[str, Path],
     )
     try:
         shape = load_shape(figure["model"], catalog)
-        result = estimate(shape, to_job(figure["job"], figure.get("precision_mode")), (),
-                          with_levers=False)
+        result = estimate(shape, to_job(figure["job"], figure.get("precision_mode"),
+                                        figure.get("versions")), (), with_levers=False)
     except EngineError as exc:
         return Case(engine_bytes=None, error=None, failure=f"engine refuses: {exc}", **common)
     engine = (result.peak_live_bytes if compared == "peak_live_bytes"
