@@ -1,5 +1,6 @@
 """The engine against real training steps: every committed calibration case within 10 %,
-the median within 3 % (issue 4), and the published accuracy is the current one.
+the median within 3 % (issue 4), and the published accuracy is the current one. Real
+bitsandbytes QLoRA steps (results/cpu-qlora.json) join the grid's cases (issue 15, point 1).
 
 The grid (tools/calibrate/results/cpu-grid.json) was measured with PyTorch's MemTracker on
 real Hugging Face training steps; this test needs no torch, only the committed numbers.
@@ -23,12 +24,28 @@ HELDOUT_ROWS = accuracy.compare(HELDOUT)
 def test_the_grid_is_big_enough_to_mean_something() -> None:
     assert len(ROWS) >= 60
     assert sum(row.mode == "fake" and not row.model.startswith("tiny-") for row in ROWS) >= 12
-    assert {row.method for row in ROWS} == {"full", "lora"}
+    assert {row.method for row in ROWS} == {"full", "lora", "qlora"}
     assert {row.attention for row in ROWS} == {"sdpa", "eager"}
     assert {row.checkpointing for row in ROWS} == {True, False}
     assert {"llama", "qwen3", "gemma2", "phi3", "mixtral"} <= {
         record["model_type"] for record in GRID["cases"]
     }
+
+
+def test_qlora_is_measured_not_assumed() -> None:
+    """Real bitsandbytes steps: nf4 with and without double quantisation, checkpointing on and
+    off, several architectures, a real 1B shape, and the bitsandbytes < 0.43.2 emulation."""
+    qlora = [record for record in GRID["cases"] if record["method"] == "qlora"]
+    assert len(qlora) >= 12
+    assert all(record["mode"] == "real" and record["versions"]["bitsandbytes"] for record in qlora)
+    assert {record["quant"]["double_quant"] for record in qlora} == {True, False}
+    assert {record["checkpointing"] for record in qlora} == {True, False}
+    assert {"llama", "qwen3", "gemma2", "phi3"} <= {record["model_type"] for record in qlora}
+    assert any(not record["config"].startswith("tiny-") for record in qlora)
+    assert any(record["quant"]["saves_inputs"] for record in qlora)
+    # the packed weights are parameters and the quantisation state is counted (as buffers)
+    assert all(record["start_split"]["buffers"] >= record["quant"]["quant_state_bytes"]
+               for record in qlora)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.case for row in ROWS])

@@ -28,6 +28,10 @@ GRID_PATH = ROOT / "tools" / "calibrate" / "results" / "cpu-grid.json"
 # Architectures and shapes measured only after the engine was tuned on GRID_PATH: their error
 # is what to expect on a model we have not measured.
 HELDOUT_PATH = ROOT / "tools" / "calibrate" / "results" / "cpu-heldout.json"
+# Real bitsandbytes QLoRA steps (``python -m tools.calibrate grid --qlora``), measured apart
+# because they need bitsandbytes and run in real mode only; held to the same targets as the
+# grid, whose cases they join (load_grid).
+QLORA_PATH = ROOT / "tools" / "calibrate" / "results" / "cpu-qlora.json"
 # Held-out cases that measure a CPU artefact, not what a GPU does, with the reason. GPT-2's
 # configs set attn_pdrop 0.1; on a CPU, scaled_dot_product_attention with dropout falls back
 # to the math kernel, which materialises the score matrix and its dropout mask. On a GPU the
@@ -82,7 +86,17 @@ class CaseComparison:
 
 
 def load_grid(path: Path = GRID_PATH) -> dict[str, Any]:
+    """A committed grid. The main grid comes with the QLoRA grid's cases appended (its
+    command and versions under ``qlora_grid``): both are held to the same targets."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if path == GRID_PATH and QLORA_PATH.is_file():
+        qlora: dict[str, Any] = json.loads(QLORA_PATH.read_text(encoding="utf-8"))
+        data["cases"] = [*data["cases"], *qlora["cases"]]
+        data["qlora_grid"] = {
+            "grid": str(QLORA_PATH.relative_to(ROOT)),
+            "command": qlora.get("command"),
+            "versions": qlora.get("versions"),
+        }
     return data
 
 
@@ -102,7 +116,9 @@ def job_for(record: Mapping[str, Any]) -> Job:
 
     Full fine-tuning was measured as the Hugging Face Trainer runs it with ``bf16=True``
     (fp32 weights under autocast): the engine's ``hf`` accounting. LoRA on a bf16 base with
-    fp32 adapters is the engine's ``lora`` method as it stands.
+    fp32 adapters is the engine's ``lora`` method as it stands. QLoRA was measured as PEFT's
+    recipe runs it (prepare_model_for_kbit_training, mixed precision): the engine's ``qlora``
+    with the hf preset; the bitsandbytes < 0.43.2 emulation with ``bnb_saves_inputs``.
     """
     common: dict[str, Any] = {
         "batch_size": int(record["b"]),
@@ -114,8 +130,12 @@ def job_for(record: Mapping[str, Any]) -> Job:
         return Job(method="full", accounting="hf", **common)
     lora = record["lora"]
     targets = lora["targets"]
+    if record["method"] == "qlora":
+        quant = record["quant"]
+        common["quant"] = "nf4-dq" if quant["double_quant"] else "nf4"
+        common["bnb_saves_inputs"] = bool(quant.get("saves_inputs", False))
     return Job(
-        method="lora",
+        method=record["method"],
         lora_rank=int(lora["r"]),
         lora_targets=targets if isinstance(targets, str) else tuple(targets),
         lora_dropout=float(lora["dropout"]),
@@ -207,6 +227,7 @@ def accuracy_document(
         "grid_command": grid.get("command"),
         "measured_with": grid.get("versions"),
         "measured": "peak bytes of live tensors (torch MemTracker), CPU, real and FakeTensor mode",
+        "qlora_grid": grid.get("qlora_grid"),
         "summary": summary(rows),
         "rows": [_row(row) for row in rows],
     }
@@ -221,7 +242,8 @@ def readme_block(document: Mapping[str, Any]) -> str:
     lines = [
         README_START,
         f"{stats['cases']} cases ({stats['fake_mode_cases']} in FakeTensor mode, "
-        f"engine {document['engine_version']}): median absolute error "
+        f"{sum(row['method'] == 'qlora' for row in document['rows'])} real bitsandbytes QLoRA "
+        f"steps, engine {document['engine_version']}): median absolute error "
         f"**{stats['median_abs_error_pct']} %**, maximum **{stats['max_abs_error_pct']} %**, "
         f"{stats['within_10_pct']} of {stats['cases']} within 10 %.",
     ]
@@ -281,6 +303,7 @@ def write_plot(
     styles = {
         ("full", "real"): ("o", "#1f5fa8"), ("full", "fake"): ("s", "#7aa7dd"),
         ("lora", "real"): ("^", "#b5461b"), ("lora", "fake"): ("D", "#e69a6d"),
+        ("qlora", "real"): ("v", "#6b3fa0"),
     }
     for (method, mode), (marker, colour) in styles.items():
         chosen = [r for r in rows if r.method == method and r.mode == mode]
