@@ -26,7 +26,7 @@ from app.accounts import audit
 from app.accounts.audit import Actor
 from app.catalog import repository
 from app.catalog import service as catalog_service
-from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS
+from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS, ParamCounts
 from app.catalog.service import CatalogCache
 from app.db.tables import GpuSku, ModelCard, System
 from app.engine.shapes import ShapeError, parse_config
@@ -202,17 +202,10 @@ def set_active(session: Session, *, cache: CatalogCache, actor: Actor, kind: Kin
 
 
 @dataclass(frozen=True, slots=True)
-class ModelPreview:
+class ModelPreview(ParamCounts):
     """What the engine reads from a config.json: the counts shown before saving."""
 
     model_type: str
-    params_total: int
-    params_active: int
-    params_linear: int
-    params_embedding: int
-    params_lm_head: int
-    params_norm: int
-    params_other: int
     num_layers: int
     hidden_size: int
     max_positions: int | None
@@ -237,10 +230,7 @@ def preview_model(*, config: Mapping[str, Any]) -> ModelPreview:
         raise InvalidInput(f"{exc.field}: {exc.reason}", field="config", key=exc.key,
                            params={"field": exc.field, **exc.params}) from exc
     return ModelPreview(
-        model_type=shape.model_type, params_total=shape.total_params,
-        params_active=shape.active_params, params_linear=shape.split.linear,
-        params_embedding=shape.split.embedding, params_lm_head=shape.split.lm_head,
-        params_norm=shape.split.norm, params_other=shape.split.other,
+        model_type=shape.model_type, **ParamCounts.of(shape).counts(),
         num_layers=shape.num_layers, hidden_size=shape.hidden_size,
         max_positions=shape.max_positions, is_moe=shape.is_moe,
     )
@@ -253,11 +243,8 @@ def import_model(session: Session, *, cache: CatalogCache, actor: Actor, slug: s
     preview = preview_model(config=config)
     _check_slug(session, "model", slug)
     row = ModelCard(
-        slug=slug, config=dict(config), active=True,
-        params_total=preview.params_total, params_active=preview.params_active,
-        params_linear=preview.params_linear, params_embedding=preview.params_embedding,
-        params_lm_head=preview.params_lm_head, params_norm=preview.params_norm,
-        params_other=preview.params_other, max_positions=preview.max_positions,
+        slug=slug, config=dict(config), active=True, **preview.counts(),
+        max_positions=preview.max_positions,
         **{name: values.get(name) for name in MODEL_FIELDS},
     )
     session.add(row)

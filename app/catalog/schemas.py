@@ -8,12 +8,15 @@ shared between threads safely.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from app.errors import NotFound
+
+if TYPE_CHECKING:
+    from app.engine.shapes import ModelShape
 
 # The catalog's vocabularies; the tables' CHECK constraints are built from these.
 StockStatus = Literal["in_stock", "on_order", "on_request"]
@@ -74,8 +77,42 @@ class SystemRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelRecord:
-    """A model card; parameter counts are the engine's split of ``config``.
+class ParamCounts:
+    """A model's parameter counts as the catalog holds them: the engine's split
+    (:class:`app.engine.shapes.ParamSplit`), the total and the count active per token (MoE).
+
+    A stored card (:class:`ModelRecord`) and the staff import page's preview
+    (``app.catalog.editing.ModelPreview``) both carry them; one definition, and one
+    mapping from the engine's shape (:meth:`of`), keeps the two and the seed in step."""
+
+    params_total: int
+    params_active: int
+    params_linear: int
+    params_embedding: int
+    params_lm_head: int
+    params_norm: int
+    params_other: int
+
+    @staticmethod
+    def of(shape: ModelShape) -> ParamCounts:
+        """The counts of a parsed config.json."""
+        return ParamCounts(
+            params_total=shape.total_params, params_active=shape.active_params,
+            params_linear=shape.split.linear, params_embedding=shape.split.embedding,
+            params_lm_head=shape.split.lm_head, params_norm=shape.split.norm,
+            params_other=shape.split.other,
+        )
+
+    def counts(self) -> dict[str, Any]:
+        """The counts alone, by field name (also of a subclass), as keyword arguments for a
+        record, a preview or the ORM row."""
+        return {f.name: getattr(self, f.name) for f in fields(ParamCounts)}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRecord(ParamCounts):
+    """A model card; parameter counts (:class:`ParamCounts`) are the engine's split of
+    ``config``.
 
     ``config`` is the real Hugging Face config.json; it is shared by every
     reader of a cached snapshot, so treat it as read-only.
@@ -85,13 +122,6 @@ class ModelRecord:
     hf_id: str
     family: str
     config: Mapping[str, Any]
-    params_total: int
-    params_active: int
-    params_linear: int
-    params_embedding: int
-    params_lm_head: int
-    params_norm: int
-    params_other: int
     max_positions: int | None
     license: str
     gated: bool

@@ -29,6 +29,7 @@ from app.catalog.schemas import (
     Catalog,
     GpuRecord,
     ModelRecord,
+    ParamCounts,
     SystemRecord,
 )
 from app.config import SEED_DIR
@@ -223,13 +224,7 @@ def _read_models(seed_dir: Path) -> tuple[ModelRecord, ...]:
                 hf_id=str(entry["hf_id"]),
                 family=str(entry["family"]),
                 config=config,
-                params_total=shape.total_params,
-                params_active=shape.active_params,
-                params_linear=shape.split.linear,
-                params_embedding=shape.split.embedding,
-                params_lm_head=shape.split.lm_head,
-                params_norm=shape.split.norm,
-                params_other=shape.split.other,
+                **ParamCounts.of(shape).counts(),
                 max_positions=shape.max_positions,
                 license=str(entry["license"]),
                 gated=bool(entry["gated"]),
