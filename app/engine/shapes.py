@@ -410,49 +410,47 @@ def _assemble(
     )
 
 
-def _llama_like(cfg: _Config, model_type: str) -> ModelShape:
-    """Llama and Mistral: RMSNorm before attention and MLP, SwiGLU, optional biases."""
+Biases = tuple[bool, bool, bool]
+"""Whether q/k/v, o and the MLP's linears carry a bias, as a dense builder reads them."""
+
+
+def _dense_swiglu(cfg: _Config, model_type: str, *, biases: Callable[[_Config], Biases],
+                  qk_norm: bool = False) -> ModelShape:
+    """The Llama layout the dense Llama, Mistral, Qwen2 and Qwen3 share: RMSNorm before
+    attention and MLP (and one final), separate q/k/v/o, SwiGLU.
+
+    The models differ only in which linears carry a bias (``biases`` reads the config's flags,
+    after the sizes, as the builders always read them) and in Qwen3's RMSNorm on q and k per
+    head (``qk_norm``: ``head_dim`` weights each, two per layer)."""
     att = _attention_dims(cfg)
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
-    attention_bias = cfg.flag("attention_bias", False)
-    linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
-    linears += _gated_mlp(att.hidden, intermediate, layers, bias=cfg.flag("mlp_bias", False))
+    qkv_bias, o_bias, mlp_bias = biases(cfg)
+    linears = _separate_attention(att, layers, qkv_bias=qkv_bias, o_bias=o_bias)
+    linears += _gated_mlp(att.hidden, intermediate, layers, bias=mlp_bias)
+    norms = (2 * layers + 1) * att.hidden + (2 * layers * att.head_dim if qk_norm else 0)
     return _assemble(
         cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
-        linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
+        linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=qk_norm,
         tied=cfg.flag("tie_word_embeddings", False),
     )
 
 
-def _qwen2(cfg: _Config) -> ModelShape:
-    """Qwen2 / Qwen2.5: Llama layout with biases on q, k and v (not on o)."""
-    att = _attention_dims(cfg)
-    layers = cfg.integer("num_hidden_layers")
-    intermediate = cfg.integer("intermediate_size")
-    linears = _separate_attention(att, layers, qkv_bias=True, o_bias=False)
-    linears += _gated_mlp(att.hidden, intermediate, layers)
-    return _assemble(
-        cfg, model_type="qwen2", att=att, intermediate=intermediate, layers=layers,
-        linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
-        tied=cfg.flag("tie_word_embeddings", False),
-    )
-
-
-def _qwen3(cfg: _Config) -> ModelShape:
-    """Qwen3 dense: RMSNorm on q and k per head (head_dim weights each), explicit head_dim."""
-    att = _attention_dims(cfg)
-    layers = cfg.integer("num_hidden_layers")
-    intermediate = cfg.integer("intermediate_size")
+def _llama_biases(cfg: _Config) -> Biases:
+    """Llama and Mistral: ``attention_bias`` on q, k, v and o; ``mlp_bias`` on the MLP."""
     attention_bias = cfg.flag("attention_bias", False)
-    linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
-    linears += _gated_mlp(att.hidden, intermediate, layers)
-    norms = (2 * layers + 1) * att.hidden + 2 * layers * att.head_dim
-    return _assemble(
-        cfg, model_type="qwen3", att=att, intermediate=intermediate, layers=layers,
-        linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=True,
-        tied=cfg.flag("tie_word_embeddings", False),
-    )
+    return attention_bias, attention_bias, cfg.flag("mlp_bias", False)
+
+
+def _qwen2_biases(_cfg: _Config) -> Biases:
+    """Qwen2 / Qwen2.5: always on q, k and v, never on o or the MLP (no config flag)."""
+    return True, False, False
+
+
+def _qwen3_biases(cfg: _Config) -> Biases:
+    """Qwen3 dense: ``attention_bias`` on q, k, v and o; the MLP has none (no flag read)."""
+    attention_bias = cfg.flag("attention_bias", False)
+    return attention_bias, attention_bias, False
 
 
 def _qwen3_moe(cfg: _Config) -> ModelShape:
@@ -585,10 +583,10 @@ def _gpt2(cfg: _Config) -> ModelShape:
 
 
 _BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
-    "llama": lambda cfg: _llama_like(cfg, "llama"),
-    "mistral": lambda cfg: _llama_like(cfg, "mistral"),
-    "qwen2": _qwen2,
-    "qwen3": _qwen3,
+    "llama": lambda cfg: _dense_swiglu(cfg, "llama", biases=_llama_biases),
+    "mistral": lambda cfg: _dense_swiglu(cfg, "mistral", biases=_llama_biases),
+    "qwen2": lambda cfg: _dense_swiglu(cfg, "qwen2", biases=_qwen2_biases),
+    "qwen3": lambda cfg: _dense_swiglu(cfg, "qwen3", biases=_qwen3_biases, qk_norm=True),
     "qwen3_moe": _qwen3_moe,
     "gemma2": lambda cfg: _gemma(cfg, "gemma2", qk_norm=False),
     "gemma3_text": lambda cfg: _gemma(cfg, "gemma3_text", qk_norm=True),
