@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -19,6 +20,8 @@ router = APIRouter(include_in_schema=False)
 
 ACCURACY_JSON = ROOT / "docs" / "accuracy.json"
 ACCURACY_PNG = STATIC_DIR / "img" / "accuracy.png"
+EXTERNAL_JSON = ROOT / "tools" / "calibrate" / "external" / "results.json"
+"""Published GPU runs against the engine and fitcheck-llm (tools/calibrate/external/results.py)."""
 ONE_YEAR_S = 365 * 24 * 3600
 
 
@@ -44,14 +47,20 @@ def switch_language(request: Request, code: str, next: str = "/") -> Response:
     return response
 
 
-def _accuracy() -> dict[str, Any] | None:
-    if not ACCURACY_JSON.is_file():
+def _published(path: Path) -> dict[str, Any] | None:
+    """A committed results document, or None when it is missing or unreadable (the page then
+    says the measurement is pending rather than failing)."""
+    if not path.is_file():
         return None
     try:
-        data = json.loads(ACCURACY_JSON.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
     return data if isinstance(data, dict) else {"rows": data}
+
+
+def _accuracy() -> dict[str, Any] | None:
+    return _published(ACCURACY_JSON)
 
 
 @router.get("/how-we-calculate", response_class=HTMLResponse)
@@ -60,5 +69,5 @@ def how_we_calculate(request: Request) -> HTMLResponse:
     return render(
         request, "web/how_we_calculate.html",
         {"terms": TERMS, "engine_version": ENGINE_VERSION, "accuracy": _accuracy(),
-         "accuracy_plot": ACCURACY_PNG.is_file()},
+         "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON)},
     )

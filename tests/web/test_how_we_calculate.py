@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -56,3 +57,43 @@ def test_the_held_out_accuracy_is_on_the_page(client: TestClient) -> None:
     body = client.get("/how-we-calculate", headers={"Accept-Language": "en"}).text
     assert "Held out:" in body and "tiny-qwen3moe_full_b2_s256_sdpa_nogc_real" in body
     assert "not counted" in body
+
+
+def _external() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(pages.EXTERNAL_JSON.read_text(encoding="utf-8"))
+    return document
+
+
+def test_the_published_gpu_runs_side_by_side_in_english(client: TestClient) -> None:
+    """Per source our median and largest error beside fitcheck-llm's, every counted figure
+    with its error, and every excluded one with its reason (issue 15, points 6 and 7)."""
+    document = _external()
+    body = client.get("/how-we-calculate", headers={"Accept-Language": "en"}).text
+    assert "Published GPU runs" in body and "fitcheck-llm " + document["peer"]["version"] in body
+    table = body.split('class="cards external"', 1)[1].split("</table>", 1)[0]
+    for source, row in document["per_source"].items():
+        assert f"<code>{source}</code>" in table
+        mine = row["engine"]["median_abs_error_pct"]
+        assert f"{mine:.1f}&nbsp;%" in table or f"{round(mine, 1):g}&nbsp;%" in table
+    cases = body.split("Every figure with its error", 1)[1]
+    for case in document["cases"]:
+        assert f"<code>{case['id']}</code>" in cases
+        if case["excluded"]:
+            assert str(escape(case["excluded"])) in cases
+    assert "figures not counted, and why" in body
+
+
+def test_the_published_gpu_runs_in_german_with_german_numbers(client: TestClient) -> None:
+    document = _external()
+    body = client.get("/how-we-calculate", headers={"Accept-Language": "de"}).text
+    assert "Veröffentlichte GPU-Läufe" in body and "Published GPU runs" not in body
+    assert "Every figure with its error" not in body and "Our median error" not in body
+    median = document["all"]["engine"]["median_abs_error_pct"]
+    assert f"{round(median, 1):g}".replace(".", ",") + " %" in body
+
+
+def test_no_published_runs_section_without_the_results_file(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(pages, "EXTERNAL_JSON", tmp_path / "missing.json")
+    assert "Published GPU runs" not in client.get("/how-we-calculate").text
