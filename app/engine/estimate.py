@@ -40,6 +40,7 @@ from app.engine.precision import (
     resolve,
 )
 from app.engine.shapes import ModelShape
+from app.engine.sharding import SHARDING_IMPLS, ShardingImpl, sharded_extras
 from app.engine.states import (
     ACCOUNTINGS,
     METHODS,
@@ -68,7 +69,9 @@ from app.engine.states import (
 # activation offload under checkpointing; LoRA on lm_head (issue 15).
 # 1.3.0: QLoRA as measured with bitsandbytes (prepare_model_for_kbit_training's fp32 params,
 # residual stream and lm_head copy; the quantisation state; bnb_saves_inputs) (issue 15).
-ENGINE_VERSION = "1.3.0"
+# 1.4.0: what ZeRO-3/FSDP hold beyond the shards (sharding.py): DeepSpeed's gradient bucket
+# and prefetch, FSDP's prefetched next layer; Job.sharding_impl (issue 15).
+ENGINE_VERSION = "1.4.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024
@@ -150,6 +153,9 @@ class Job:
     # QLoRA with bitsandbytes 0.41-0.43.1, which kept every 4-bit layer's input for the
     # backward (activations.BNB_SAVED_INPUT_BYTES); False: bitsandbytes >= 0.43.2. Engine-only.
     bnb_saves_inputs: bool = False
+    # Which implementation shards under ``sharding="zero3"``: DeepSpeed ZeRO-3 (the surfaces'
+    # name for it, hence the default) or PyTorch FSDP FULL_SHARD (sharding.py). Engine-only.
+    sharding_impl: ShardingImpl = "deepspeed"
 
     @property
     def training_precision(self) -> TrainingPrecision:
@@ -257,6 +263,7 @@ def validate(shape: ModelShape, job: Job) -> None:
     _one_of("optimizer", job.optimizer, OPTIMIZERS)
     _one_of("accounting", job.accounting, ACCOUNTINGS)
     _one_of("sharding", job.sharding, SHARDINGS)
+    _one_of("sharding_impl", job.sharding_impl, SHARDING_IMPLS)
     _one_of("offload", job.offload, OFFLOADS)
     _one_of("attention", job.attention, ATTENTIONS)
     _one_of("loss_head", job.loss_head, LOSS_HEADS)
@@ -399,12 +406,15 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     gradients = states.gradients_bytes + states.adapter_grad_bytes
     held_gradients = gradients if job.gradient_accumulation > 1 else 0
 
-    gathered = 0
+    # ZeRO-3/FSDP: the gathered layer(s) while computing, and DeepSpeed's gradient bucket
+    # for the whole run (sharding.py, with the defaults' sources).
+    extras = sharded_extras(shape, job.sharding_impl, gpus=weight_shards,
+                            weight_bytes_per_param=_stored_bytes_per_param(job))
+    static += extras.buffers
+    gathered = extras.gathered
     gathered_grads = 0
-    if zero3:
-        gathered = 2 * shape.largest_layer_params()
-        if job.method == "full":
-            gathered_grads = (4 if job.accounting == "hf" else 2) * shape.largest_layer_params()
+    if zero3 and job.method == "full":
+        gathered_grads = (4 if job.accounting == "hf" else 2) * shape.largest_layer_params()
     dequantised = 0
     if job.method == "qlora" or (job.method == "lora" and dtypes.base_dtype == "fp32"):
         # bitsandbytes dequantises one 4-bit weight to bf16 for each matmul; autocast casts a
@@ -441,6 +451,14 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         model_states_bytes=states.total_bytes - transient_copies,
         fixed_overhead_bytes=fixed_overhead_bytes(job.gpus),
     )
+
+
+def _stored_bytes_per_param(job: Job) -> float:
+    """Bytes per base parameter of a gathered ZeRO-3/FSDP layer: 4 for a base kept in fp32,
+    else bf16's 2, also for a 4-bit base (see sharding.py on why that is not the NF4 bits)."""
+    if job.method == "lora" and job.training_precision.base_dtype == "fp32":
+        return 4
+    return 2
 
 
 class StepModels:

@@ -16,7 +16,8 @@ GIB = 1024**3
 CUDA_CONTEXT_BYTES = 1 * GIB
 
 # NCCL communicator buffers for data-parallel training on more than one GPU (NCCL's default
-# NCCL_BUFFSIZE of 4 MiB per channel and peer, plus ZeRO/FSDP bucket buffers).
+# NCCL_BUFFSIZE of 4 MiB per channel and peer, for each protocol). ZeRO-3's and FSDP's own
+# gathered layers and buckets are counted apart, from their defaults (sharding.py).
 NCCL_BUFFER_BYTES = GIB // 2
 
 # PyTorch's caching allocator reserves more than it hands out: reserved minus allocated was

@@ -24,8 +24,8 @@ Which engine number is compared with which counter:
 The error is ``(engine - reported) / reported``: negative means the engine under-estimates,
 the error a shop must not make. Figures marked ``excluded`` (an impossible set-up, a copied
 row, settings the source does not state) are listed with their reason and left out of the
-statistics. Settings the engine cannot express (pure bf16, FSDP rather than DeepSpeed,
-torch.compile, a LoRA on lm_head, ...) are printed per case; the job is then run with the
+statistics. Settings the engine cannot express (torch.compile, torchao NF4 rather than
+bitsandbytes, ...) are printed per case; the job is then run with the
 nearest expressible settings and the case still counts.
 
 Usage::

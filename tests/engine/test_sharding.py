@@ -1,0 +1,139 @@
+"""What ZeRO-3 and FSDP hold per GPU beyond the shards (issue 15, point 3; engine sharding.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.engine import EngineError, Job, parse_config
+from app.engine.estimate import step_model, validate
+from app.engine.overhead import NCCL_BUFFER_BYTES, fixed_overhead_bytes
+from app.engine.sharding import (
+    DS_ALLGATHER_BUCKET_SIZE,
+    DS_MAX_LIVE_PARAMETERS,
+    DS_PARAM_PERSISTENCE_THRESHOLD,
+    DS_PREFETCH_BUCKET_SIZE,
+    DS_REDUCE_BUCKET_SIZE,
+    FSDP_LIVE_UNITS,
+    HALF_BYTES,
+    sharded_extras,
+)
+from tests.engine.reference import SEED_MODELS, reference_shape
+
+LLAMA_70B = reference_shape("llama-3.3-70b")
+
+
+def test_deepspeed_defaults_are_the_documented_ones() -> None:
+    # deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig (the module docstring cites lines).
+    assert DS_REDUCE_BUCKET_SIZE == 500_000_000
+    assert DS_ALLGATHER_BUCKET_SIZE == 500_000_000
+    assert DS_PREFETCH_BUCKET_SIZE == 50_000_000
+    assert DS_MAX_LIVE_PARAMETERS == 1_000_000_000
+    assert DS_PARAM_PERSISTENCE_THRESHOLD == 100_000
+    assert FSDP_LIVE_UNITS == 2
+
+
+def test_deepspeed_terms_each_from_its_constant() -> None:
+    layer = LLAMA_70B.largest_layer_params()
+    extras = sharded_extras(LLAMA_70B, "deepspeed", gpus=8, weight_bytes_per_param=2)
+    terms = dict(extras.terms)
+    assert terms["ds_reduce_bucket"] == HALF_BYTES * DS_REDUCE_BUCKET_SIZE
+    assert terms["ds_gathered_layer"] == 2 * layer
+    assert terms["ds_prefetch_bucket"] == 2 * DS_PREFETCH_BUCKET_SIZE
+    assert extras.gathered == terms["ds_gathered_layer"] + terms["ds_prefetch_bucket"]
+    assert extras.buffers == terms["ds_reduce_bucket"]
+    # Norm weights stay whole on each card (below the persistence threshold), named not added.
+    assert LLAMA_70B.hidden_size < DS_PARAM_PERSISTENCE_THRESHOLD
+    # A 70B layer (about 0.86e9 parameters) plus the prefetch stays under max_live_parameters.
+    assert layer + DS_PREFETCH_BUCKET_SIZE <= DS_MAX_LIVE_PARAMETERS
+
+
+def test_max_live_parameters_caps_the_gathered_set() -> None:
+    huge = parse_config(json.loads((SEED_MODELS / "models" / "llama-3.1-405b.json").read_text()))
+    assert huge.largest_layer_params() + DS_PREFETCH_BUCKET_SIZE > DS_MAX_LIVE_PARAMETERS
+    extras = sharded_extras(huge, "deepspeed", gpus=8, weight_bytes_per_param=2)
+    assert dict(extras.terms)["ds_prefetch_bucket"] == 0
+    assert extras.gathered == 2 * huge.largest_layer_params()
+
+
+def test_fsdp_holds_the_computing_unit_and_the_prefetched_next() -> None:
+    layer = LLAMA_70B.largest_layer_params()
+    extras = sharded_extras(LLAMA_70B, "fsdp", gpus=8, weight_bytes_per_param=2)
+    assert dict(extras.terms) == {"fsdp_gathered_units": FSDP_LIVE_UNITS * 2 * layer}
+    assert extras.gathered == FSDP_LIVE_UNITS * 2 * layer
+    assert extras.buffers == 0
+
+
+def test_one_card_holds_no_extras() -> None:
+    for impl in ("deepspeed", "fsdp"):
+        assert sharded_extras(LLAMA_70B, impl, gpus=1, weight_bytes_per_param=2).terms == ()
+
+
+def test_step_model_carries_the_terms() -> None:
+    base = Job(method="lora", gpus=8, sharding="zero3", gradient_checkpointing=True)
+    ds = step_model(LLAMA_70B, base)
+    fsdp = step_model(LLAMA_70B, dataclasses.replace(base, sharding_impl="fsdp"))
+    ds_extras = sharded_extras(LLAMA_70B, "deepspeed", gpus=8, weight_bytes_per_param=2)
+    fsdp_extras = sharded_extras(LLAMA_70B, "fsdp", gpus=8, weight_bytes_per_param=2)
+    # DeepSpeed's gradient bucket stands for the whole run, optimizer step included.
+    for ds_moment, fsdp_moment in zip(ds.moments, fsdp.moments, strict=True):
+        assert ds_moment.static - fsdp_moment.static == ds_extras.buffers
+    # While a layer computes (forward, backward), each adds its gathered parameters.
+    for ds_moment, fsdp_moment in zip(ds.moments[:3], fsdp.moments[:3], strict=True):
+        assert ds_moment.fixed - fsdp_moment.fixed == ds_extras.gathered - fsdp_extras.gathered
+    assert ds.moments[-1].fixed == fsdp.moments[-1].fixed
+    # NCCL's communicator buffers stay in the fixed overhead, once per card.
+    assert ds.fixed_overhead_bytes == fixed_overhead_bytes(8) > NCCL_BUFFER_BYTES
+
+
+def test_offload_keeps_the_gathered_layers_and_the_bucket_on_the_gpu() -> None:
+    job = Job(method="lora", gpus=8, sharding="zero3", offload="optimizer+params")
+    extras = sharded_extras(LLAMA_70B, "deepspeed", gpus=8, weight_bytes_per_param=2)
+    offloaded = step_model(LLAMA_70B, job)
+    assert offloaded.moments[-1].static >= extras.buffers
+    assert offloaded.moments[-1].static == extras.buffers  # shards and optimizer on the CPU
+    assert offloaded.moments[0].fixed >= extras.gathered
+
+
+def test_unknown_implementation_is_refused_by_field() -> None:
+    with pytest.raises(EngineError) as raised:
+        validate(LLAMA_70B, Job(sharding_impl="megatron"))  # type: ignore[arg-type]
+    assert raised.value.field == "sharding_impl"
+
+
+SLUGS = ["llama-3.1-8b", "qwen3-32b", "gemma-2-9b", "mixtral-8x7b", "llama-3.3-70b"]
+jobs = st.builds(
+    Job,
+    method=st.sampled_from(["full", "lora", "qlora"]),
+    optimizer=st.sampled_from(["adamw", "adamw_8bit", "sgd"]),
+    lora_rank=st.integers(1, 128),
+    batch_size=st.integers(1, 8),
+    seq_len=st.integers(1, 2048),
+    gradient_checkpointing=st.booleans(),
+    sharding=st.just("zero3"),
+    offload=st.sampled_from(["none", "optimizer", "optimizer+params"]),
+    sharding_impl=st.sampled_from(["deepspeed", "fsdp"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(slug=st.sampled_from(SLUGS), job=jobs, gpus=st.integers(2, 63))
+def test_more_cards_never_hold_more_beyond_the_added_buffers(slug: str, job: Job,
+                                                            gpus: int) -> None:
+    """From 2 cards on the extras are constant, so one more card never costs more; and going
+    from 1 card to n never costs more than the extras sharding adds."""
+    shape = reference_shape(slug)
+    b, s = job.batch_size, job.seq_len
+    n_cards = step_model(shape, dataclasses.replace(job, gpus=gpus)).totals(b, s)
+    more = step_model(shape, dataclasses.replace(job, gpus=gpus + 1)).totals(b, s)
+    assert more.peak_live_bytes <= n_cards.peak_live_bytes
+    one_card = dataclasses.replace(job, gpus=1, sharding="none",
+                                   offload="none" if job.offload == "optimizer+params"
+                                   else job.offload)
+    single = step_model(shape, one_card).totals(b, s)
+    extras = sharded_extras(shape, job.sharding_impl, gpus=gpus, weight_bytes_per_param=4)
+    assert n_cards.peak_live_bytes <= single.peak_live_bytes + extras.gathered + extras.buffers
