@@ -5,7 +5,9 @@ card still holds, while it computes, whole copies of some parameters and a few f
 Those are the terms here, each from the implementation's documented default:
 
 DeepSpeed ZeRO-3 (``deepspeed/runtime/zero/config.py``, class ``DeepSpeedZeroConfig``, read at
-commit 50c6d6f244ea; line numbers there):
+commit 50c6d6f244ea of 2024-01-04; line numbers there. The same defaults stand at 38327e07f of
+2025-02-21, lines 98, 109, 128, 208, 214 and 231; the bucket's allocation is ``stage3.py``
+line 538 there):
 
 * ``reduce_bucket_size`` (line 105, default ``5e8`` elements): with ``contiguous_gradients``
   (line 94, default True) ``stage3.py`` allocates the gradient bucket once, on the GPU, at the
@@ -31,7 +33,9 @@ when the config file says ``"auto"``; Accelerate's DeepSpeed plugin without a co
 the PEFT docs' ZeRO-3 recipes run it) passes none, so DeepSpeed's own defaults apply. The
 engine takes those defaults.
 
-PyTorch FSDP (``torch.distributed.fsdp``): with ``FULL_SHARD`` a wrapped unit (one decoder layer
+PyTorch FSDP (``torch/distributed/fsdp/fully_sharded_data_parallel.py``, the constructor's
+defaults ``backward_prefetch=BackwardPrefetch.BACKWARD_PRE`` and ``limit_all_gathers=True``):
+with ``FULL_SHARD`` a wrapped unit (one decoder layer
 under the transformer auto-wrap policy every recipe uses) is all-gathered before its forward
 and its backward and freed after. ``backward_prefetch`` defaults to ``BACKWARD_PRE``, which
 issues the next unit's all-gather before the current unit's gradient computation, and
