@@ -13,9 +13,16 @@ from typing import Any
 
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
-from app.engine import EstimateResult, Job
+from app.engine import EngineError, EstimateResult, Job
 from app.engine.activations import ATTENTIONS
-from app.engine.precision import ADAPTER_DTYPES, BASE_DTYPES, FRAMEWORKS, PRECISIONS
+from app.engine.precision import (
+    ADAPTER_DTYPES,
+    BASE_DTYPES,
+    BNB_VERSIONS,
+    FRAMEWORKS,
+    PRECISIONS,
+    bnb_saves_inputs,
+)
 from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
 from app.errors import DomainError
 from app.estimates import inline_config, service
@@ -60,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the frozen base's dtype for LoRA/QLoRA (default: bf16)")
     parser.add_argument("--framework", choices=FRAMEWORKS, default="hf",
                         help="set the dtypes as this framework's recipes do")
+    parser.add_argument("--bnb-version", choices=BNB_VERSIONS, default="current",
+                        help="QLoRA's bitsandbytes: current (0.43.2 or later) or 0.41 (0.41 to "
+                        "0.43.1, which kept every 4-bit layer's input, as most 2023-2024 "
+                        "published QLoRA figures were measured)")
     parser.add_argument("--gpu", action="append", default=[], metavar="SLUG",
                         help="hold the job against this card (repeatable); default: every card")
     parser.add_argument("--format", choices=("json", "table"), default="table")
@@ -126,6 +137,10 @@ def load_catalog() -> Catalog:
 
 def run(args: argparse.Namespace) -> int:
     config = _read_config(args.model_config) if args.model_config else None
+    try:
+        saves_inputs = bnb_saves_inputs(args.bnb_version, args.method)
+    except EngineError as error:
+        raise service.engine_invalid(error) from error
     job = Job(
         method=args.method, optimizer=args.optimizer, accounting=args.accounting,
         lora_rank=args.lora_rank, lora_targets=_targets(args.lora_targets),
@@ -137,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         activation_offload=args.activation_offload,
         gradient_accumulation=args.gradient_accumulation,
         precision=args.precision, adapter_dtype=args.adapter_dtype,
-        base_dtype=args.base_dtype, framework=args.framework,
+        base_dtype=args.base_dtype, framework=args.framework, bnb_saves_inputs=saves_inputs,
     )
     request = service.EstimateRequest(
         job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)

@@ -40,6 +40,8 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "precision amp for fp32 adapters",
     "pure_bf16_base": "pure bf16 (precision bf16) holds the base in bf16; choose precision amp "
     "for an fp32 base",
+    "bnb_needs_qlora": "bitsandbytes 0.41 matters only for its 4-bit layers; choose method "
+    "qlora, or bnb_version current",
     # the model's config.json (app/engine/shapes.py)
     "config_not_object": "expected a JSON object",
     "config_missing": "missing from the config",

@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from app.engine.errors import EngineError
+
 Precision = Literal["amp", "bf16"]
 AdapterDtype = Literal["fp32", "bf16"]
 BaseDtype = Literal["bf16", "fp32"]
@@ -35,6 +37,12 @@ PRECISIONS: tuple[Precision, ...] = ("amp", "bf16")
 ADAPTER_DTYPES: tuple[AdapterDtype, ...] = ("fp32", "bf16")
 BASE_DTYPES: tuple[BaseDtype, ...] = ("bf16", "fp32")
 FRAMEWORKS: tuple[Framework, ...] = ("hf", "torchtune", "litgpt", "unsloth")
+BnbVersion = Literal["current", "0.41"]
+BNB_VERSIONS: tuple[BnbVersion, ...] = ("current", "0.41")
+"""The bitsandbytes releases QLoRA can be sized for, as every surface names them: ``current``
+(0.43.2 and later) and ``0.41`` (0.41 to 0.43.1, which kept every 4-bit layer's input for the
+backward pass: ``ctx.tensors = (A, B)``, removed in bitsandbytes commit 9e753741 / 0.43.2).
+Most QLoRA figures published in 2023 and 2024 were measured with the older releases."""
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp32": 4}
 """Bytes per element (IEEE fp32, bfloat16)."""
@@ -103,3 +111,17 @@ def resolve(framework: Framework, method: str, precision: Precision | None,
         adapter_dtype=adapter_dtype or chosen.adapter_dtype,
         base_dtype=base_dtype or chosen.base_dtype,
     )
+
+
+def bnb_saves_inputs(version: BnbVersion, method: str) -> bool:
+    """``Job.bnb_saves_inputs`` for the bitsandbytes release a surface was given.
+
+    The release matters only for 4-bit layers, so ``0.41`` on a LoRA or full fine-tune is a
+    contradiction and refused (field ``bnb_version``), as a 4-bit ``quant`` on LoRA is, rather
+    than silently ignored; the surfaces share this one rule."""
+    if version not in BNB_VERSIONS:
+        raise EngineError("bnb_version", "not_one_of", value=repr(version),
+                          allowed=", ".join(BNB_VERSIONS))
+    if version == "0.41" and method != "qlora":
+        raise EngineError("bnb_version", "bnb_needs_qlora")
+    return version == "0.41"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 from urllib.parse import urlencode
 
-from app.engine import Job
+from app.engine import EngineError, Job
 from app.engine import precision as dtypes
 from app.engine.activations import Attention
 from app.engine.states import (
@@ -29,9 +29,10 @@ from app.engine.states import (
     Sharding,
 )
 from app.estimates import job_limits
-from app.estimates.service import EstimateRequest
+from app.estimates.service import EstimateRequest, engine_invalid
 from app.html import config_errors, forms
 from app.html.forms import N_, FieldErrors
+from app.web import engine_errors
 
 CUSTOM_MODEL: Final = "custom"
 DEFAULT_MODEL: Final = "llama-3.1-8b"
@@ -81,6 +82,11 @@ PRECISION_LABELS: Final = {
 }
 DTYPE_LABELS: Final = {"": N_("As the framework trains"), "fp32": N_("fp32"), "bf16": N_("bf16")}
 """The adapters' and the frozen base's dtype."""
+BNB_LABELS: Final = {
+    "current": N_("bitsandbytes 0.43.2 or later"),
+    "0.41": N_("bitsandbytes 0.41 to 0.43.1 (most QLoRA figures published in 2023 and 2024)"),
+}
+"""QLoRA's bitsandbytes release (``precision.BNB_VERSIONS``); only QLoRA takes 0.41."""
 
 CONFIG_REQUEST_FIELD: Final = "model_config"
 """The estimate request's field for a pasted config.json (the API's body field too)."""
@@ -91,7 +97,7 @@ ENGINE_FIELDS: Final = {
     "quant": "quant", "method": "method", "optimizer": "optimizer", "gpus": "gpus",
     "sharding": "sharding", "offload": "offload", "attention": "attention", "model": "model",
     "gpu": "gpu", "precision": "precision", "adapter_dtype": "adapter", "base_dtype": "base",
-    "framework": "framework",
+    "framework": "framework", "bnb_version": "bnb",
 }
 
 
@@ -122,6 +128,7 @@ class CalculatorInput:
     precision: str = ""
     adapter: str = ""
     base: str = ""
+    bnb: str = "current"
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
 
@@ -154,6 +161,8 @@ class CalculatorInput:
         for name in ("precision", "adapter", "base"):
             if getattr(self, name):
                 values[name] = getattr(self, name)
+        if self.bnb != "current":
+            values["bnb"] = self.bnb
         if self.gpu:
             values["gpu"] = self.gpu
         return values
@@ -180,6 +189,7 @@ class CalculatorInput:
             precision=cast(dtypes.Precision, self.precision) if self.precision else None,
             adapter_dtype=cast(dtypes.AdapterDtype, self.adapter) if self.adapter else None,
             base_dtype=cast(dtypes.BaseDtype, self.base) if self.base else None,
+            bnb_saves_inputs=self.bnb == "0.41",
         )
 
     def estimate_request(self) -> EstimateRequest:
@@ -221,12 +231,17 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         adapter=forms.choice(data, "adapter", errors, choices=("", *dtypes.ADAPTER_DTYPES),
                              default=""),
         base=forms.choice(data, "base", errors, choices=("", *dtypes.BASE_DTYPES), default=""),
+        bnb=forms.choice(data, "bnb", errors, choices=dtypes.BNB_VERSIONS, default="current"),
         gpu=data.get("gpu", "").strip()[:64],
     )
     if calc.is_custom:
         calc.config_text = data.get("config", "")
         # the one config.json reader every surface uses, worded as every page words it
         calc.config = config_errors.read(calc.config_text, errors, "config")
+    try:  # the rule every surface shares: 0.41 only for QLoRA
+        dtypes.bnb_saves_inputs(cast(dtypes.BnbVersion, calc.bnb), calc.method)
+    except EngineError as error:
+        engine_errors.add(errors, "bnb", engine_invalid(error))
     return calc, errors
 
 

@@ -43,6 +43,8 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
                              "precision (amp) for fp32 adapters."),
     "pure_bf16_base": N_("Pure bf16 keeps the base in bf16; choose mixed precision (amp) for an "
                          "fp32 base."),
+    "bnb_needs_qlora": N_("The bitsandbytes release matters only for QLoRA's 4-bit layers; "
+                          "choose QLoRA, or the current release."),
     "config_not_object": N_("A config.json is a JSON object ({...})."),
     "config_missing": N_("%(field)s is missing from the config.json."),
     "model_type_unsupported": N_("The model type %(value)s is not supported (supported: "

@@ -45,3 +45,32 @@ def test_contradictory_dtypes_are_one_line_and_exit_2(args: tuple[str, ...], nee
     assert run.code == 2
     assert len(run.stderr.strip().splitlines()) == 1
     assert needle in run.stderr
+
+
+def test_bnb_version_0_41_keeps_every_4_bit_layer_input(tmp_path: Path) -> None:
+    """`--bnb-version 0.41` sizes QLoRA as bitsandbytes 0.41-0.43.1 ran it: more activation
+    memory, and the assumption says which release (issue 15, point 1)."""
+    qlora = ("estimate", "--model", "llama-3.1-8b", "--method", "qlora", "--format", "json")
+    runs = {version: sizer(*qlora, "--bnb-version", version, tmp_path=tmp_path)
+            for version in ("current", "0.41")}
+    assert all(run.code == 0 for run in runs.values()), runs
+    current, old = (json.loads(runs[v].stdout) for v in ("current", "0.41"))
+    default = json.loads(sizer(*qlora, tmp_path=tmp_path).stdout)
+    assert default == current
+    assert old["per_gpu_bytes"]["activations"] > current["per_gpu_bytes"]["activations"]
+    assert any("0.41 to 0.43.1" in item for item in old["assumptions"])
+    assert any("0.43.2 or later" in item for item in current["assumptions"])
+
+
+@pytest.mark.parametrize(("method", "version", "needle"), [
+    ("lora", "0.41", "bnb_version: bitsandbytes 0.41 matters only"),
+    ("full", "0.41", "bnb_version: bitsandbytes 0.41 matters only"),
+    ("qlora", "0.39", "--bnb-version"),
+])
+def test_bnb_version_refused_naming_the_field(method: str, version: str, needle: str,
+                                              tmp_path: Path) -> None:
+    run = sizer("estimate", "--model", "llama-3.1-8b", "--method", method,
+                "--bnb-version", version, tmp_path=tmp_path)
+    assert run.code == 2
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert needle in run.stderr

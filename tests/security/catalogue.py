@@ -63,6 +63,7 @@ FIELDS: Final[dict[str, Field]] = {
     "gpus": Field("gpus", "gpus", "--gpus", "calculator"),
     "sharding": Field("sharding", "sharding", "--sharding", "calculator"),
     "offload": Field("offload", "offload", "--offload", "calculator"),
+    "bnb_version": Field("bnb", "bnb_version", "--bnb-version", "calculator"),
     "attention": Field("attention", "attention", "--attention", "calculator"),
     "gpu": Field("gpu", "gpu", "--gpu", "calculator"),
     "gradient_accumulation": Field(
@@ -223,6 +224,8 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
     BadInput("sharding-unknown", "sharding", "zero4"),
     BadInput("offload-without-zero3", "offload", "optimizer+params"),
     BadInput("quant-with-full", "quant", "nf4", context={"method": "full"}),
+    BadInput("bnb-version-unknown", "bnb_version", "0.39"),
+    BadInput("bnb-version-without-qlora", "bnb_version", "0.41", context={"method": "lora"}),
     BadInput("attention-script", "attention", SCRIPT, echoes_markup=True),
     BadInput("targets-sql", "lora_targets", SQL),
     # unknown slugs, unicode in slugs, oversize

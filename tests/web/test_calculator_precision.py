@@ -50,3 +50,36 @@ def test_a_contradiction_is_shown_beside_the_field_in_german(
     assert error is not None
     assert "Reines bf16 hält auch die Adapter in bf16" in error.group(1)
     assert 'name="adapter" aria-describedby="err-adapter" aria-invalid="true"' in body
+
+
+def test_the_bitsandbytes_release_reaches_the_job_and_the_link() -> None:
+    """Advanced offers QLoRA's bitsandbytes release (issue 15, point 1); the default stays out
+    of the shareable link."""
+    calc, errors = form.parse({"model": "llama-3.1-8b", "method": "qlora", "bnb": "0.41"})
+    assert not errors and calc.job().bnb_saves_inputs
+    assert "bnb=0.41" in calc.url()
+    calc, errors = form.parse({"model": "llama-3.1-8b", "method": "qlora"})
+    assert not errors and not calc.job().bnb_saves_inputs
+    assert "bnb=" not in calc.url()
+
+
+def test_bnb_0_41_without_qlora_is_refused_beside_its_field_in_german(
+    make_client: Callable[..., TestClient],
+) -> None:
+    body = make_client().get("/", params={"model": "llama-3.1-8b", "method": "lora",
+                                          "bnb": "0.41"},
+                             headers={"Accept-Language": "de"}).text
+    error = re.search(r'<span id="err-bnb" class="field-error">([^<]*)</span>', body)
+    assert error is not None
+    assert "Die bitsandbytes-Version zählt nur für die 4-Bit-Schichten" in error.group(1)
+    assert 'name="bnb" aria-describedby="err-bnb" aria-invalid="true"' in body
+    assert "bitsandbytes-Version (nur QLoRA)" in body
+
+
+def test_the_english_page_names_both_releases(make_client: Callable[..., TestClient]) -> None:
+    body = make_client().get("/", params={"model": "llama-3.1-8b", "method": "qlora",
+                                          "bnb": "0.41"},
+                             headers={"Accept-Language": "en"}).text
+    assert 'value="0.41" selected' in body
+    assert "bitsandbytes 0.43.2 or later" in body
+    assert "bitsandbytes 0.41 to 0.43.1: every 4-bit layer keeps its input" in body

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from app.catalog.schemas import StockStatus, SystemKind
 from app.engine.activations import Attention
-from app.engine.precision import AdapterDtype, BaseDtype, Framework, Precision
+from app.engine.precision import AdapterDtype, BaseDtype, BnbVersion, Framework, Precision
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits
 from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
@@ -210,6 +210,11 @@ class EstimateInput(BaseModel):
     framework: Framework = Field(
         default="hf", description="Set the dtypes as this framework's recipes do: hf, "
         "torchtune, litgpt or unsloth; explicit dtypes override it.")
+    bnb_version: BnbVersion = Field(
+        default="current", description="QLoRA's bitsandbytes release: current (0.43.2 or "
+        "later) or 0.41 (0.41 to 0.43.1, which kept every 4-bit layer's input for the backward "
+        "pass, as most QLoRA figures published in 2023 and 2024 were measured). 0.41 is "
+        "refused for lora and full.")
     gpu: list[Slug] = Field(
         default_factory=list, max_length=64,
         description="Hold the job against these cards only; default every card.",

@@ -103,6 +103,8 @@ ERRORS: list[tuple[Any, set[str]]] = [
     ({"model": "llama-3.1-8b", "model_config": {}, "method": "lora"}, {"body.model"}),
     ({"model_config": {"model_type": "llama"}, "method": "lora"}, {"body.model_config.*"}),
     ({"model": "llama-3.1-8b", "method": "full", "quant": "nf4"}, {"body.quant"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "bnb_version": "0.41"}, {"body.bnb_version"}),
+    ({"model": "llama-3.1-8b", "method": "qlora", "bnb_version": "0.39"}, {"body.bnb_version"}),
     ({"model": "llama-3.1-8b", "method": "lora", "seq_len": 1 << 20}, {"body.seq_len"}),
 ]
 
@@ -195,3 +197,19 @@ def test_a_quote_link_carries_the_training_precision(
     }).json()["recommendations"]
     assert recs and all("framework=litgpt" in r["quote_url"] for r in recs)
     assert all("adapter=bf16" in r["quote_url"] for r in recs)
+
+
+def test_bnb_version_sizes_old_qlora_and_the_quote_link_carries_it(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """bnb_version 0.41: bitsandbytes 0.41-0.43.1's saved 4-bit inputs (issue 15, point 1)."""
+    job = {"model": "llama-3.1-8b", "method": "qlora"}
+    current = client.post("/api/v1/estimates", headers=auth, json=job).json()
+    old = client.post("/api/v1/estimates", headers=auth,
+                      json={**job, "bnb_version": "0.41"}).json()
+    assert old["per_gpu_bytes"]["activations"] > current["per_gpu_bytes"]["activations"]
+    recs = client.post("/api/v1/recommendations", headers=auth,
+                       json={**job, "bnb_version": "0.41"}).json()["recommendations"]
+    assert recs and all("bnb=0.41" in r["quote_url"] for r in recs)
+    plain = client.post("/api/v1/recommendations", headers=auth, json=job).json()
+    assert all("bnb=" not in r["quote_url"] for r in plain["recommendations"])

@@ -36,13 +36,16 @@ MATRIX = [
     ("llama-3.1-8b", "qlora", {"batch": 2, "seq": 1024, "framework": "unsloth"}),
     ("qwen3-8b", "full", {"batch": 1, "seq": 2048, "precision": "bf16"}),
     ("mistral-7b-v0.3", "lora", {"batch": 2, "seq": 1024, "adapter": "bf16", "base": "fp32"}),
+    # QLoRA as bitsandbytes 0.41-0.43.1 ran it (issue 15, point 1)
+    ("llama-3.1-8b", "qlora", {"batch": 2, "seq": 1024, "bnb": "0.41"}),
 ]
 
-# page parameter -> (CLI option, API field) of the precision options
+# page parameter -> (CLI option, API field) of the precision options and the bitsandbytes release
 PRECISION_OPTIONS = {"framework": ("--framework", "framework"),
                      "precision": ("--precision", "precision"),
                      "adapter": ("--adapter-dtype", "adapter_dtype"),
-                     "base": ("--base-dtype", "base_dtype")}
+                     "base": ("--base-dtype", "base_dtype"),
+                     "bnb": ("--bnb-version", "bnb_version")}
 
 
 def _ids(case: tuple[str, str, dict[str, Any]]) -> str:
