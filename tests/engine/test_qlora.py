@@ -14,6 +14,7 @@ import pytest
 from app.engine.activations import BNB_SAVED_INPUT_BYTES, bnb_saved_inputs_bytes_per_token
 from app.engine.errors import EngineError
 from app.engine.estimate import Job, assumption_items, estimate
+from app.engine.precision import bnb_saves_inputs
 from app.engine.states import NF4_BITS, QUANT_STATE_MODULE_BYTES, base_weight_bytes
 from tests.engine.reference import reference_shape
 
@@ -81,3 +82,17 @@ def test_the_switch_is_a_boolean() -> None:
         estimate(SHAPE, dataclasses.replace(QLORA, bnb_saves_inputs="yes"),  # type: ignore[arg-type]
                  (), with_levers=False)
     assert raised.value.field == "bnb_saves_inputs"
+
+
+def test_the_surfaces_bnb_version_maps_to_the_switch_and_only_for_qlora() -> None:
+    """``bnb_version`` (CLI --bnb-version, API, page) -> Job.bnb_saves_inputs: ``0.41`` on a
+    LoRA or full fine-tune is a contradiction, refused naming the field (issue 15, point 1)."""
+    assert bnb_saves_inputs("0.41", "qlora") is True
+    assert not any(bnb_saves_inputs("current", method) for method in ("full", "lora", "qlora"))
+    for method in ("full", "lora"):
+        with pytest.raises(EngineError) as raised:
+            bnb_saves_inputs("0.41", method)
+        assert (raised.value.field, raised.value.key) == ("bnb_version", "bnb_needs_qlora")
+    with pytest.raises(EngineError) as raised:
+        bnb_saves_inputs("0.39", "qlora")  # type: ignore[arg-type]
+    assert (raised.value.field, raised.value.key) == ("bnb_version", "not_one_of")
