@@ -62,6 +62,13 @@ def walk(browser: Any, base_url: str) -> Iterator[Any]:
 def assert_accessible(page: Any, name: str) -> None:
     from axe_playwright_python.sync_playwright import Axe
 
+    # A result being refreshed is dimmed (.result.htmx-request, opacity .6 with a 0.2 s
+    # transition in site.css); measured mid-transition its text fails colour contrast. Wait
+    # until every result is settled at full opacity, as a reader sees it.
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.result')].every(e =>"
+        " !e.classList.contains('htmx-request') && getComputedStyle(e).opacity === '1')"
+    )
     results = Axe().run(page)
     bad = [
         (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
