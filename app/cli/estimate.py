@@ -23,6 +23,7 @@ from app.engine.precision import (
     PRECISIONS,
     bnb_saves_inputs,
 )
+from app.engine.sharding import SHARDING_IMPLS, checked_impl
 from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
 from app.errors import DomainError
 from app.estimates import inline_config, service
@@ -50,6 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attention", choices=ATTENTIONS, default="flash")
     parser.add_argument("--gpus", type=int, default=1)
     parser.add_argument("--sharding", choices=SHARDINGS, default="none")
+    parser.add_argument("--sharding-impl", choices=SHARDING_IMPLS, default="deepspeed",
+                        help="who runs --sharding zero3: deepspeed (its gradient bucket and "
+                        "prefetch) or fsdp (FULL_SHARD: the computing and the prefetched next "
+                        "layer); fsdp only with zero3")
     parser.add_argument("--offload", choices=OFFLOADS, default="none")
     parser.add_argument("--chunked-loss", action="store_true",
                         help="a chunked or fused cross-entropy (Liger Kernel, torchtune)")
@@ -139,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     config = _read_config(args.model_config) if args.model_config else None
     try:
         saves_inputs = bnb_saves_inputs(args.bnb_version, args.method)
+        impl = checked_impl(args.sharding_impl, args.sharding)
     except EngineError as error:
         raise service.engine_invalid(error) from error
     job = Job(
@@ -153,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
         gradient_accumulation=args.gradient_accumulation,
         precision=args.precision, adapter_dtype=args.adapter_dtype,
         base_dtype=args.base_dtype, framework=args.framework, bnb_saves_inputs=saves_inputs,
+        sharding_impl=impl,
     )
     request = service.EstimateRequest(
         job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)

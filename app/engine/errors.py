@@ -27,6 +27,8 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "beyond_positions": "%(seq_len)s is beyond this model's %(max_positions)s positions",
     "dropout_range": "must be at least 0 and below 1",
     "offload_needs_zero3": "parameter offload needs sharding zero3",
+    "fsdp_needs_zero3": "sharding_impl fsdp is modelled for sharding zero3 (FULL_SHARD) only; "
+    "choose sharding zero3, or sharding_impl deepspeed",
     "qv_fused": "'qv' needs separate q_proj and v_proj modules; this %(model_type)s model "
     "computes q, k and v in one fused layer (%(fused)s), and PEFT wraps whole modules, so it "
     "cannot adapt q and v alone. Use 'attention' (the fused layer and o_proj) instead",

@@ -154,7 +154,8 @@ class Job:
     # backward (activations.BNB_SAVED_INPUT_BYTES); False: bitsandbytes >= 0.43.2. Engine-only.
     bnb_saves_inputs: bool = False
     # Which implementation shards under ``sharding="zero3"``: DeepSpeed ZeRO-3 (the surfaces'
-    # name for it, hence the default) or PyTorch FSDP FULL_SHARD (sharding.py). Engine-only.
+    # name for it, hence the default) or PyTorch FSDP FULL_SHARD (sharding.py). Surfaces:
+    # --sharding-impl / sharding_impl / impl, checked by sharding.checked_impl.
     sharding_impl: ShardingImpl = "deepspeed"
 
     @property
@@ -721,6 +722,10 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "per expert (transformers 4 modules, most training stacks) and adapts the router under "
     "all-linear; activations follow the %(experts)s experts each token is routed to",
     "gpus": "%(gpus)s GPUs, data parallel, sharding %(sharding)s",
+    "sharded_deepspeed": "ZeRO-3 as DeepSpeed runs it: its default gradient bucket (5e8 "
+    "elements, held all run) and prefetch beside the gathered layer on each GPU",
+    "sharded_fsdp": "ZeRO-3 as PyTorch FSDP FULL_SHARD runs it: the computing layer and the "
+    "prefetched next one gathered on each GPU, no standing gradient bucket",
     "precision_amp": "training precision: mixed (amp), fp32 master weights with bf16 autocast, "
     "as the Hugging Face Trainer's bf16=True",
     "precision_bf16": "training precision: pure bf16, weights, gradients and optimizer states in "
@@ -774,6 +779,8 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
         items.append(("moe", {"experts": shape.experts_per_token}))
     if job.gpus > 1:
         items.append(("gpus", {"gpus": job.gpus, "sharding": job.sharding}))
+        if job.sharding == "zero3":  # whose buffers sharding.py added (one card adds none)
+            items.append((f"sharded_{job.sharding_impl}", {}))
     return tuple(items)
 
 

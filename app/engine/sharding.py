@@ -65,6 +65,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from app.engine.errors import EngineError
 from app.engine.shapes import ModelShape
 
 ShardingImpl = Literal["deepspeed", "fsdp"]
@@ -121,3 +122,19 @@ def sharded_extras(shape: ModelShape, impl: ShardingImpl, *, gpus: int,
             ("ds_reduce_bucket", bucket),
         ),
     )
+
+
+def checked_impl(impl: str, sharding: str) -> ShardingImpl:
+    """The ``Job.sharding_impl`` a surface was given, checked against its ``sharding``.
+
+    The implementation only changes what ZeRO-3 (FSDP's FULL_SHARD) holds beyond the shards;
+    FSDP's other strategies are not modelled, so ``fsdp`` with sharding ``none``, ``zero1`` or
+    ``zero2`` is a contradiction and refused (field ``sharding_impl``), as ``bnb_version`` 0.41
+    on LoRA is, rather than silently ignored; every surface shares this one rule."""
+    for known in SHARDING_IMPLS:
+        if impl == known:
+            if known == "fsdp" and sharding != "zero3":
+                raise EngineError("sharding_impl", "fsdp_needs_zero3")
+            return known
+    raise EngineError("sharding_impl", "not_one_of", value=repr(impl),
+                      allowed=", ".join(SHARDING_IMPLS))

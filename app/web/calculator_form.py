@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 from app.engine import EngineError, Job
 from app.engine import precision as dtypes
 from app.engine.activations import Attention
+from app.engine.sharding import SHARDING_IMPLS, ShardingImpl, checked_impl
 from app.engine.states import (
     LORA_TARGET_PRESETS,
     METHODS,
@@ -87,6 +88,11 @@ BNB_LABELS: Final = {
     "0.41": N_("bitsandbytes 0.41 to 0.43.1 (most QLoRA figures published in 2023 and 2024)"),
 }
 """QLoRA's bitsandbytes release (``precision.BNB_VERSIONS``); only QLoRA takes 0.41."""
+IMPL_LABELS: Final = {
+    "deepspeed": N_("DeepSpeed ZeRO-3"),
+    "fsdp": N_("PyTorch FSDP (full shard)"),
+}
+"""Who runs ZeRO-3 sharding (``sharding.SHARDING_IMPLS``); only ZeRO-3 takes FSDP."""
 
 CONFIG_REQUEST_FIELD: Final = "model_config"
 """The estimate request's field for a pasted config.json (the API's body field too)."""
@@ -97,7 +103,7 @@ ENGINE_FIELDS: Final = {
     "quant": "quant", "method": "method", "optimizer": "optimizer", "gpus": "gpus",
     "sharding": "sharding", "offload": "offload", "attention": "attention", "model": "model",
     "gpu": "gpu", "precision": "precision", "adapter_dtype": "adapter", "base_dtype": "base",
-    "framework": "framework", "bnb_version": "bnb",
+    "framework": "framework", "bnb_version": "bnb", "sharding_impl": "impl",
 }
 
 
@@ -129,6 +135,7 @@ class CalculatorInput:
     adapter: str = ""
     base: str = ""
     bnb: str = "current"
+    impl: str = "deepspeed"
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
 
@@ -163,6 +170,8 @@ class CalculatorInput:
                 values[name] = getattr(self, name)
         if self.bnb != "current":
             values["bnb"] = self.bnb
+        if self.impl != "deepspeed":
+            values["impl"] = self.impl
         if self.gpu:
             values["gpu"] = self.gpu
         return values
@@ -190,6 +199,7 @@ class CalculatorInput:
             adapter_dtype=cast(dtypes.AdapterDtype, self.adapter) if self.adapter else None,
             base_dtype=cast(dtypes.BaseDtype, self.base) if self.base else None,
             bnb_saves_inputs=self.bnb == "0.41",
+            sharding_impl=cast(ShardingImpl, self.impl),
         )
 
     def estimate_request(self) -> EstimateRequest:
@@ -232,6 +242,7 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
                              default=""),
         base=forms.choice(data, "base", errors, choices=("", *dtypes.BASE_DTYPES), default=""),
         bnb=forms.choice(data, "bnb", errors, choices=dtypes.BNB_VERSIONS, default="current"),
+        impl=forms.choice(data, "impl", errors, choices=SHARDING_IMPLS, default="deepspeed"),
         gpu=data.get("gpu", "").strip()[:64],
     )
     if calc.is_custom:
@@ -242,6 +253,10 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         dtypes.bnb_saves_inputs(cast(dtypes.BnbVersion, calc.bnb), calc.method)
     except EngineError as error:
         engine_errors.add(errors, "bnb", engine_invalid(error))
+    try:  # and fsdp only for ZeRO-3
+        checked_impl(calc.impl, calc.sharding)
+    except EngineError as error:
+        engine_errors.add(errors, "impl", engine_invalid(error))
     return calc, errors
 
 

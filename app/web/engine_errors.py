@@ -28,6 +28,8 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
                            "positions."),
     "dropout_range": N_("Enter a dropout of at least 0 and below 1."),
     "offload_needs_zero3": N_("Offloading the weights needs ZeRO-3 sharding."),
+    "fsdp_needs_zero3": N_("FSDP is sized for ZeRO-3 (full shard) only; choose ZeRO-3 "
+                           "sharding, or DeepSpeed."),
     "qv_fused": N_("This %(model_type)s model computes q, k and v in one fused layer "
                    "(%(fused)s); an adapter wraps a whole layer, so q and v alone cannot be "
                    "adapted. Choose attention (the fused layer and the output projection) "

@@ -88,6 +88,11 @@ ASSUMPTION_LABELS = {
               "layer per expert and, on all linear layers, adapts the router too; activations "
               "follow the %(experts)s experts each token is routed to"),
     "gpus": N_("%(gpus)s GPUs, data parallel, sharding %(sharding)s"),
+    "sharded_deepspeed": N_("ZeRO-3 as DeepSpeed runs it: its default gradient bucket (held "
+                            "all run) and prefetch beside the gathered layer on each GPU"),
+    "sharded_fsdp": N_("ZeRO-3 as PyTorch FSDP (full shard) runs it: the computing layer and "
+                       "the prefetched next one gathered on each GPU, no standing gradient "
+                       "bucket"),
     "precision_amp": N_("training precision: mixed (amp), fp32 master weights with bf16 "
                         "autocast, as the Hugging Face Trainer's bf16=True"),
     "precision_bf16": N_("training precision: pure bf16, weights, gradients and optimizer "

@@ -74,3 +74,32 @@ def test_bnb_version_refused_naming_the_field(method: str, version: str, needle:
     assert run.code == 2
     assert len(run.stderr.strip().splitlines()) == 1
     assert needle in run.stderr
+
+
+def test_sharding_impl_fsdp_holds_no_standing_bucket(tmp_path: Path) -> None:
+    """`--sharding-impl fsdp` sizes ZeRO-3 as FSDP FULL_SHARD runs it (issue 15, point 3): no
+    1 GB gradient bucket, so less than DeepSpeed's default; each run says whose buffers."""
+    zero3 = ("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--gpus", "4",
+             "--sharding", "zero3", "--format", "json")
+    runs = {impl: sizer(*zero3, "--sharding-impl", impl, tmp_path=tmp_path)
+            for impl in ("deepspeed", "fsdp")}
+    assert all(run.code == 0 for run in runs.values()), runs
+    deepspeed, fsdp = (json.loads(runs[i].stdout) for i in ("deepspeed", "fsdp"))
+    assert json.loads(sizer(*zero3, tmp_path=tmp_path).stdout) == deepspeed
+    assert fsdp["per_gpu_bytes"]["total"] < deepspeed["per_gpu_bytes"]["total"]
+    assert any("as DeepSpeed runs it" in item for item in deepspeed["assumptions"])
+    assert any("as PyTorch FSDP FULL_SHARD runs it" in item for item in fsdp["assumptions"])
+
+
+@pytest.mark.parametrize(("sharding", "impl", "needle"), [
+    ("none", "fsdp", "sharding_impl: sharding_impl fsdp is modelled for sharding zero3"),
+    ("zero2", "fsdp", "sharding_impl: sharding_impl fsdp is modelled for sharding zero3"),
+    ("zero3", "megatron", "--sharding-impl"),
+])
+def test_sharding_impl_refused_naming_the_field(sharding: str, impl: str, needle: str,
+                                                tmp_path: Path) -> None:
+    run = sizer("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--gpus", "2",
+                "--sharding", sharding, "--sharding-impl", impl, tmp_path=tmp_path)
+    assert run.code == 2
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert needle in run.stderr

@@ -64,6 +64,7 @@ FIELDS: Final[dict[str, Field]] = {
     "sharding": Field("sharding", "sharding", "--sharding", "calculator"),
     "offload": Field("offload", "offload", "--offload", "calculator"),
     "bnb_version": Field("bnb", "bnb_version", "--bnb-version", "calculator"),
+    "sharding_impl": Field("impl", "sharding_impl", "--sharding-impl", "calculator"),
     "attention": Field("attention", "attention", "--attention", "calculator"),
     "gpu": Field("gpu", "gpu", "--gpu", "calculator"),
     "gradient_accumulation": Field(
@@ -226,6 +227,9 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
     BadInput("quant-with-full", "quant", "nf4", context={"method": "full"}),
     BadInput("bnb-version-unknown", "bnb_version", "0.39"),
     BadInput("bnb-version-without-qlora", "bnb_version", "0.41", context={"method": "lora"}),
+    BadInput("sharding-impl-unknown", "sharding_impl", "megatron"),
+    BadInput("sharding-impl-fsdp-without-zero3", "sharding_impl", "fsdp",
+             context={"sharding": "zero2"}),
     BadInput("attention-script", "attention", SCRIPT, echoes_markup=True),
     BadInput("targets-sql", "lora_targets", SQL),
     # unknown slugs, unicode in slugs, oversize

@@ -83,3 +83,39 @@ def test_the_english_page_names_both_releases(make_client: Callable[..., TestCli
     assert 'value="0.41" selected' in body
     assert "bitsandbytes 0.43.2 or later" in body
     assert "bitsandbytes 0.41 to 0.43.1: every 4-bit layer keeps its input" in body
+
+
+def test_the_sharding_implementation_reaches_the_job_and_the_link() -> None:
+    """Advanced offers who runs ZeRO-3 (issue 15, point 3); the default stays out of the link."""
+    zero3 = {"model": "llama-3.1-8b", "method": "lora", "gpus": "4", "sharding": "zero3"}
+    calc, errors = form.parse({**zero3, "impl": "fsdp"})
+    assert not errors and calc.job().sharding_impl == "fsdp"
+    assert "impl=fsdp" in calc.url()
+    calc, errors = form.parse(zero3)
+    assert not errors and calc.job().sharding_impl == "deepspeed"
+    assert "impl=" not in calc.url()
+
+
+def test_fsdp_without_zero3_is_refused_beside_its_field_in_german(
+    make_client: Callable[..., TestClient],
+) -> None:
+    body = make_client().get("/", params={"model": "llama-3.1-8b", "method": "lora",
+                                          "gpus": "2", "sharding": "zero2", "impl": "fsdp"},
+                             headers={"Accept-Language": "de"}).text
+    error = re.search(r'<span id="err-impl" class="field-error">([^<]*)</span>', body)
+    assert error is not None
+    assert "FSDP wird nur für ZeRO-3" in error.group(1)
+    assert 'name="impl" aria-describedby="err-impl" aria-invalid="true"' in body
+    assert "Sharding-Umsetzung (nur ZeRO-3)" in body
+
+
+def test_the_page_says_whose_zero3_buffers_it_assumes(
+    make_client: Callable[..., TestClient],
+) -> None:
+    zero3 = {"model": "llama-3.1-8b", "method": "lora", "gpus": "4", "sharding": "zero3"}
+    english = make_client().get("/", params={**zero3, "impl": "fsdp"},
+                                headers={"Accept-Language": "en"}).text
+    assert 'value="fsdp" selected' in english
+    assert "ZeRO-3 as PyTorch FSDP (full shard) runs it" in english
+    german = make_client().get("/", params=zero3, headers={"Accept-Language": "de"}).text
+    assert "ZeRO-3 wie DeepSpeed es ausführt" in german

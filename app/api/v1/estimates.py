@@ -22,6 +22,7 @@ from app.catalog import service as catalog_service
 from app.config import Settings
 from app.engine import EngineError, Job
 from app.engine.precision import bnb_saves_inputs
+from app.engine.sharding import checked_impl
 from app.errors import InvalidInput
 from app.estimates import inline_config
 from app.estimates import recommendations as recommendations_service
@@ -53,6 +54,7 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         raise InvalidInput("give either model (a catalog slug) or model_config", field="model")
     try:
         saves_inputs = bnb_saves_inputs(body.bnb_version, body.method)
+        impl = checked_impl(body.sharding_impl, body.sharding)
     except EngineError as error:
         raise engine_invalid(error) from error
     job = Job(
@@ -67,6 +69,7 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         gradient_accumulation=body.gradient_accumulation,
         precision=body.precision, adapter_dtype=body.adapter_dtype,
         base_dtype=body.base_dtype, framework=body.framework, bnb_saves_inputs=saves_inputs,
+        sharding_impl=impl,
     )
     return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
                            gpu_slugs=tuple(body.gpu), with_levers=with_levers)
@@ -100,6 +103,7 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
         "precision": body.precision or "", "adapter": body.adapter_dtype or "",
         "base": body.base_dtype or "",
         "bnb": body.bnb_version if body.bnb_version != "current" else "",
+        "impl": body.sharding_impl if body.sharding_impl != "deepspeed" else "",
     }
     query.update({k: v for k, v in extra.items() if v})
     return query

@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from app.catalog.schemas import StockStatus, SystemKind
 from app.engine.activations import Attention
 from app.engine.precision import AdapterDtype, BaseDtype, BnbVersion, Framework, Precision
+from app.engine.sharding import ShardingImpl
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits
 from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
@@ -191,6 +192,10 @@ class EstimateInput(BaseModel):
     attention: Attention = "flash"
     gpus: int = Field(default=1, ge=1, le=job_limits.MAX_GPUS)
     sharding: Sharding = "none"
+    sharding_impl: ShardingImpl = Field(
+        default="deepspeed", description="Who runs sharding zero3: deepspeed (DeepSpeed "
+        "ZeRO-3, its gradient bucket and prefetch) or fsdp (PyTorch FSDP FULL_SHARD, the "
+        "computing and the prefetched next layer). fsdp is refused unless sharding is zero3.")
     offload: Offload = "none"
     chunked_loss: bool = Field(default=False, description="A chunked or fused cross-entropy.")
     fused_optimizer_step: bool = False

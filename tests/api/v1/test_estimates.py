@@ -105,6 +105,10 @@ ERRORS: list[tuple[Any, set[str]]] = [
     ({"model": "llama-3.1-8b", "method": "full", "quant": "nf4"}, {"body.quant"}),
     ({"model": "llama-3.1-8b", "method": "lora", "bnb_version": "0.41"}, {"body.bnb_version"}),
     ({"model": "llama-3.1-8b", "method": "qlora", "bnb_version": "0.39"}, {"body.bnb_version"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "gpus": 2, "sharding": "zero2",
+      "sharding_impl": "fsdp"}, {"body.sharding_impl"}),
+    ({"model": "llama-3.1-8b", "method": "lora", "sharding_impl": "megatron"},
+     {"body.sharding_impl"}),
     ({"model": "llama-3.1-8b", "method": "lora", "seq_len": 1 << 20}, {"body.seq_len"}),
 ]
 

@@ -38,14 +38,19 @@ MATRIX = [
     ("mistral-7b-v0.3", "lora", {"batch": 2, "seq": 1024, "adapter": "bf16", "base": "fp32"}),
     # QLoRA as bitsandbytes 0.41-0.43.1 ran it (issue 15, point 1)
     ("llama-3.1-8b", "qlora", {"batch": 2, "seq": 1024, "bnb": "0.41"}),
+    # ZeRO-3 as FSDP FULL_SHARD runs it (issue 15, point 3)
+    ("qwen3-8b", "lora", {"batch": 2, "seq": 2048, "gpus": 4, "sharding": "zero3",
+                          "impl": "fsdp"}),
 ]
 
-# page parameter -> (CLI option, API field) of the precision options and the bitsandbytes release
+# page parameter -> (CLI option, API field) of the precision options, the bitsandbytes release
+# and the sharding implementation
 PRECISION_OPTIONS = {"framework": ("--framework", "framework"),
                      "precision": ("--precision", "precision"),
                      "adapter": ("--adapter-dtype", "adapter_dtype"),
                      "base": ("--base-dtype", "base_dtype"),
-                     "bnb": ("--bnb-version", "bnb_version")}
+                     "bnb": ("--bnb-version", "bnb_version"),
+                     "impl": ("--sharding-impl", "sharding_impl")}
 
 
 def _ids(case: tuple[str, str, dict[str, Any]]) -> str:
