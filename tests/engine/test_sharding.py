@@ -20,6 +20,7 @@ from app.engine.sharding import (
     DS_REDUCE_BUCKET_SIZE,
     FSDP_LIVE_UNITS,
     HALF_BYTES,
+    checked_impl,
     sharded_extras,
 )
 from tests.engine.reference import SEED_MODELS, reference_shape
@@ -103,6 +104,21 @@ def test_unknown_implementation_is_refused_by_field() -> None:
     with pytest.raises(EngineError) as raised:
         validate(LLAMA_70B, Job(sharding_impl="megatron"))  # type: ignore[arg-type]
     assert raised.value.field == "sharding_impl"
+
+
+@pytest.mark.parametrize(("impl", "sharding", "reason"), [
+    ("fsdp", "none", "fsdp_needs_zero3"), ("fsdp", "zero1", "fsdp_needs_zero3"),
+    ("fsdp", "zero2", "fsdp_needs_zero3"), ("megatron", "zero3", "not_one_of"),
+])
+def test_surfaces_get_fsdp_only_with_zero3(impl: str, sharding: str, reason: str) -> None:
+    """The surfaces' one rule (issue 15, point 3): FSDP is modelled as FULL_SHARD only, so it
+    is refused with any other sharding, naming ``sharding_impl``; DeepSpeed goes with any."""
+    with pytest.raises(EngineError) as raised:
+        checked_impl(impl, sharding)
+    assert (raised.value.field, raised.value.key) == ("sharding_impl", reason)
+    assert checked_impl("fsdp", "zero3") == "fsdp"
+    assert all(checked_impl("deepspeed", s) == "deepspeed"
+               for s in ("none", "zero1", "zero2", "zero3"))
 
 
 SLUGS = ["llama-3.1-8b", "qwen3-32b", "gemma-2-9b", "mixtral-8x7b", "llama-3.3-70b"]
