@@ -13,7 +13,7 @@ from typing import Any
 
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
-from app.engine import EngineError, EstimateResult, Job
+from app.engine import EstimateResult, Job
 from app.engine.activations import ATTENTIONS
 from app.engine.precision import (
     ADAPTER_DTYPES,
@@ -21,9 +21,8 @@ from app.engine.precision import (
     BNB_VERSIONS,
     FRAMEWORKS,
     PRECISIONS,
-    bnb_saves_inputs,
 )
-from app.engine.sharding import SHARDING_IMPLS, checked_impl
+from app.engine.sharding import SHARDING_IMPLS
 from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
 from app.errors import DomainError
 from app.estimates import inline_config, service
@@ -142,11 +141,10 @@ def load_catalog() -> Catalog:
 
 def run(args: argparse.Namespace) -> int:
     config = _read_config(args.model_config) if args.model_config else None
-    try:
-        saves_inputs = bnb_saves_inputs(args.bnb_version, args.method)
-        impl = checked_impl(args.sharding_impl, args.sharding)
-    except EngineError as error:
-        raise service.engine_invalid(error) from error
+    switches = service.library_switches(
+        bnb_version=args.bnb_version, method=args.method,
+        sharding_impl=args.sharding_impl, sharding=args.sharding,
+    )
     job = Job(
         method=args.method, optimizer=args.optimizer, accounting=args.accounting,
         lora_rank=args.lora_rank, lora_targets=_targets(args.lora_targets),
@@ -158,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
         activation_offload=args.activation_offload,
         gradient_accumulation=args.gradient_accumulation,
         precision=args.precision, adapter_dtype=args.adapter_dtype,
-        base_dtype=args.base_dtype, framework=args.framework, bnb_saves_inputs=saves_inputs,
-        sharding_impl=impl,
+        base_dtype=args.base_dtype, framework=args.framework,
+        bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
     )
     request = service.EstimateRequest(
         job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)

@@ -16,6 +16,8 @@ from typing import Any, TypeVar, cast
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, parse_config
 from app.engine import estimate as engine_estimate
+from app.engine.precision import BnbVersion, bnb_saves_inputs
+from app.engine.sharding import ShardingImpl, checked_impl
 from app.errors import InvalidInput, NotFound
 from app.estimates import job_limits
 from app.ops import metrics
@@ -115,6 +117,30 @@ def engine_invalid(error: EngineError, *, field: str | None = None) -> InvalidIn
     key and values (the engine's field among them) for the pages to translate."""
     return InvalidInput(error.reason, field=error.field if field is None else field,
                         key=error.key, params={"field": error.field, **error.params})
+
+
+@dataclass(frozen=True, slots=True)
+class LibrarySwitches:
+    """The two job switches users name by library (``bnb_version``, ``sharding_impl``) as the
+    engine's Job takes them."""
+
+    bnb_saves_inputs: bool
+    sharding_impl: ShardingImpl
+
+
+def library_switches(
+    *, bnb_version: str, method: str, sharding_impl: str, sharding: str
+) -> LibrarySwitches:
+    """Check the bitsandbytes release and the sharding implementation against the job (0.41
+    only for QLoRA, fsdp only with zero3) the same way for API and CLI; refusals name the
+    field (:func:`engine_invalid`)."""
+    try:
+        return LibrarySwitches(
+            bnb_saves_inputs(cast(BnbVersion, bnb_version), method),
+            checked_impl(cast(ShardingImpl, sharding_impl), sharding),
+        )
+    except EngineError as error:
+        raise engine_invalid(error) from error
 
 
 def find_model(catalog: Catalog, slug: str) -> ModelRecord:

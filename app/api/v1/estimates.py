@@ -20,14 +20,12 @@ from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
 from app.catalog import service as catalog_service
 from app.config import Settings
-from app.engine import EngineError, Job
-from app.engine.precision import bnb_saves_inputs
-from app.engine.sharding import checked_impl
+from app.engine import Job
 from app.errors import InvalidInput
 from app.estimates import inline_config
 from app.estimates import recommendations as recommendations_service
 from app.estimates import service as estimates_service
-from app.estimates.service import EstimateRequest, engine_invalid
+from app.estimates.service import EstimateRequest
 from app.http.session import DbSession
 
 router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
@@ -52,11 +50,10 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
             raise ApiProblem(413, f"model_config: {error.reason}") from error
     if (body.model is None) == (body.inline_config is None):
         raise InvalidInput("give either model (a catalog slug) or model_config", field="model")
-    try:
-        saves_inputs = bnb_saves_inputs(body.bnb_version, body.method)
-        impl = checked_impl(body.sharding_impl, body.sharding)
-    except EngineError as error:
-        raise engine_invalid(error) from error
+    switches = estimates_service.library_switches(
+        bnb_version=body.bnb_version, method=body.method,
+        sharding_impl=body.sharding_impl, sharding=body.sharding,
+    )
     job = Job(
         method=body.method, optimizer=body.optimizer, accounting=body.accounting,
         lora_rank=body.lora_rank, lora_targets=_targets(body.lora_targets),
@@ -68,8 +65,8 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         activation_offload=body.activation_offload,
         gradient_accumulation=body.gradient_accumulation,
         precision=body.precision, adapter_dtype=body.adapter_dtype,
-        base_dtype=body.base_dtype, framework=body.framework, bnb_saves_inputs=saves_inputs,
-        sharding_impl=impl,
+        base_dtype=body.base_dtype, framework=body.framework,
+        bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
     )
     return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
                            gpu_slugs=tuple(body.gpu), with_levers=with_levers)
