@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from app import caches
+from app.catalog import search as catalog_search
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog, ModelRecord
 from app.errors import InvalidInput, NotFound
@@ -40,12 +41,7 @@ FRAGMENTS = ("result", "field_errors")
 
 def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:
     """Catalog models by family (families and models sorted), filtered by a search text."""
-    needle = query.strip().lower()
-    chosen = [
-        m for m in models
-        if not needle or needle in m.slug.lower() or needle in m.hf_id.lower()
-        or needle in m.family.lower()
-    ]
+    chosen = catalog_search.search(models, query)
     chosen.sort(key=lambda m: (m.family.lower(), m.params_total))
     return [(family, list(items)) for family, items in groupby(chosen, key=lambda m: m.family)]
 
@@ -117,11 +113,17 @@ def search_models(
     """Search-as-you-type: the model list filtered (htmx), or the calculator with it.
 
     The current model stays chosen when it matches; otherwise the first match is chosen and
-    the ``models-filtered`` event makes the calculator form recalculate for it."""
+    the ``models-filtered`` event makes the calculator form recalculate for it. A search that
+    finds nothing leaves the list whole and the current model chosen, and asks for no
+    recalculation: the result on screen stays what it was."""
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
     calc = CalculatorInput()
-    groups = model_groups(catalog.models, q[:100])
+    query = q[:catalog_search.MAX_QUERY_CHARS]
+    groups = model_groups(catalog.models, query)
+    headers = {"HX-Trigger-After-Settle": "models-filtered"}
+    if not groups:
+        groups, headers = model_groups(catalog.models), {}
     slugs = [m.slug for _, models in groups for m in models]
     if slugs:
         calc.model = model if model in slugs else slugs[0]
@@ -129,7 +131,6 @@ def search_models(
     return render(
         request, TEMPLATE,
         {"calc": calc, "errors": {}, "view": view, "catalog": catalog, "groups": groups,
-         "form": form, "search": q[:100], "stock_labels": result_view.STOCK_LABELS},
-        blocks=("model_options",), status_code=status,
-        headers={"HX-Trigger-After-Settle": "models-filtered"},
+         "form": form, "search": query, "stock_labels": result_view.STOCK_LABELS},
+        blocks=("model_options",), status_code=status, headers=headers,
     )

@@ -24,6 +24,7 @@ from app.api.v1.deps import require_partner
 from app.api.v1.mappers import gpu_out, model_out, system_out
 from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, BAD_PARAMETER, NOT_FOUND
+from app.catalog import search as catalog_search
 from app.catalog import service as catalog_service
 from app.catalog.schemas import ModelRecord
 from app.http.session import DbSession
@@ -105,12 +106,10 @@ def page_of(models: Sequence[ModelRecord], *, q: str, family: str | None, cursor
             limit: int) -> tuple[list[ModelRecord], str | None]:
     """Models matching ``q`` (slug, Hugging Face id or family) and ``family``, by slug,
     after the cursor's slug."""
-    needle = q.strip().lower()
     after = decode_cursor(cursor) if cursor else None
     chosen = sorted(
         (m for m in models
-         if (not needle or needle in m.slug.lower() or needle in m.hf_id.lower()
-             or needle in m.family.lower())
+         if catalog_search.matches(m, q)
          and (family is None or m.family.lower() == family.lower())
          and (after is None or m.slug > after)),
         key=lambda m: m.slug,

@@ -1,0 +1,98 @@
+"""The model search finds models by the words people type (issue 16, point 4), on the page and
+in the partner API, on SQLite and PostgreSQL (the catalog is read from the database)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.accounts import api_keys
+from app.catalog import search
+from app.config import SEED_DIR
+from app.db.session import SessionFactory
+from app.db.tables import ModelCard
+from tests.web.conftest import HX
+
+LLAMA_8B_CONFIG = json.loads((SEED_DIR / "models" / "llama-3.1-8b.json").read_text())
+
+EXTRA_MODELS = (
+    # slug, Hugging Face id, family, mixture of experts
+    ("gpt-oss-20b", "openai/gpt-oss-20b", "GPT-OSS", True),
+    ("qwen3.5-35b-a3b", "Qwen/Qwen3.5-35B-A3B", "Qwen", True),
+    ("qwen3.5-27b", "Qwen/Qwen3.5-27B", "Qwen", False),
+)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient], seeded: SessionFactory,
+           make_model: Callable[..., ModelCard]) -> Iterator[TestClient]:
+    """The seed catalog plus a few current models, in the database the app reads."""
+    with seeded.begin() as session:
+        for slug, hf_id, family, moe in EXTRA_MODELS:
+            make_model(session, slug=slug, hf_id=hf_id, family=family,
+                       config=LLAMA_8B_CONFIG, params_total=10_000,
+                       params_active=1_000 if moe else 10_000)
+    client = make_client()
+    client.headers["Accept-Language"] = "en"
+    yield client
+
+
+def _found(client: TestClient, query: str) -> list[str]:
+    response = client.get("/models", params={"q": query}, headers=HX)
+    assert response.status_code == 200, response.text
+    return re.findall(r'<option value="([^"]+)"', response.text.replace('value="custom"', ""))
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("Llama 70B", {"llama-3.3-70b", "llama-3.1-70b", "deepseek-r1-distill-llama-70b"}),
+    ("70b", {"llama-3.3-70b", "llama-3.1-70b", "deepseek-r1-distill-llama-70b"}),
+    ("3.1", {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"}),
+    ("llama3.1 8b", {"llama-3.1-8b"}),
+    ("gpt oss", {"gpt-oss-20b"}),
+    ("qwen 3.5 moe", {"qwen3.5-35b-a3b"}),
+    ("Qwen3.5", {"qwen3.5-35b-a3b", "qwen3.5-27b"}),
+    ("meta-llama/Llama-3.1-8B", {"llama-3.1-8b"}),
+    ("MIXTRAL 8x7b", {"mixtral-8x7b"}),
+])
+def test_the_search_box_finds_models_by_the_words_people_type(
+    client: TestClient, query: str, expected: set[str]
+) -> None:
+    assert set(_found(client, query)) == expected
+
+
+def test_a_number_finds_its_own_size_and_not_a_larger_one(client: TestClient) -> None:
+    assert _found(client, "qwen3 8b") == ["qwen3-8b"]
+    assert _found(client, "qwen3 30b") == ["qwen3-30b-a3b"]
+
+
+def test_a_search_that_finds_nothing_keeps_the_list_and_the_result(client: TestClient) -> None:
+    response = client.get("/models", params={"q": "no such model", "model": "qwen3-8b"},
+                          headers=HX)
+    assert response.status_code == 200
+    assert '<option value="qwen3-8b" selected>' in response.text
+    assert response.text.count("<option") > 30  # the whole catalog stays in the list
+    # no recalculation is asked for: the result on screen stays as it was
+    assert "HX-Trigger-After-Settle" not in response.headers
+
+
+def test_the_partner_api_searches_the_same_way(
+    client: TestClient, seeded: SessionFactory
+) -> None:
+    with seeded.begin() as session:
+        partner = api_keys.create_partner(session, name="Search Partner")
+        _, key = api_keys.issue_key(session, partner_id=partner.id, label="search",
+                                    rate_limit_per_minute=None)
+    response = client.get("/api/v1/models", params={"q": "Llama 70B"},
+                          headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 200
+    slugs = {item["slug"] for item in response.json()["items"]}
+    assert slugs == {"llama-3.3-70b", "llama-3.1-70b", "deepseek-r1-distill-llama-70b"}
+
+
+def test_words_keep_version_numbers_whole_and_split_names_from_numbers() -> None:
+    assert search.words("Qwen/Qwen3.5-35B-A3B") == ["qwen", "qwen3.5", "35b", "a3b"]
+    assert search.words(" gpt  oss ") == ["gpt", "oss"]
