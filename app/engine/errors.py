@@ -59,6 +59,12 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "head_dim_indivisible": "missing and hidden_size is not divisible by the heads",
     "kv_heads_divide": "must divide num_attention_heads",
     "heads_divide_embd": "must divide n_embd",
+    # a config's attention layout (app/engine/serving_kv.py)
+    "layer_types_length": "expected one entry per layer (%(layers)s)",
+    "layer_type_unknown": "%(value)s is not a layer kind the engine knows (%(kinds)s)",
+    # a serving job (app/engine/serving.py)
+    "format_needs_card": "%(format)s needs %(needs)s",
+    "utilization_range": "must be above 0 and at most 1",
     # a card (app/engine/capabilities.py)
     "compute_capability_format": "expected 'major.minor', got %(value)s",
 }

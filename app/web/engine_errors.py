@@ -47,6 +47,10 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
                          "fp32 base."),
     "bnb_needs_qlora": N_("The bitsandbytes release matters only for QLoRA's 4-bit layers; "
                           "choose QLoRA, or the current release."),
+    "layer_types_length": N_("%(field)s: expected one entry per layer (%(layers)s)."),
+    "layer_type_unknown": N_("%(field)s: %(value)s is not a layer kind we know (%(kinds)s)."),
+    "format_needs_card": N_("%(format)s needs %(needs)s."),
+    "utilization_range": N_("Enter a fraction above 0 and at most 1."),
     "config_not_object": N_("A config.json is a JSON object ({...})."),
     "config_missing": N_("%(field)s is missing from the config.json."),
     "model_type_unsupported": N_("The model type %(value)s is not supported (supported: "

@@ -1,0 +1,603 @@
+"""Serving sizing: which card serves this model, at this context, to this many users, how fast.
+
+A second workload beside training (:mod:`app.engine.estimate`). The memory follows what the
+serving engines do at start-up, not a rule of thumb; the reference is **vLLM 0.11.0** (the V1
+engine, widely deployed in 2025; shared/reference/serving-findings.md §1), whose
+``Worker.determine_available_memory`` (``vllm/v1/worker/gpu_worker.py`` L222-302) computes::
+
+    available_kv = total x gpu_memory_utilization
+                   - weights                 # "Model loading took X GiB"
+                   - profile-run peak        # a dummy forward of max_num_batched_tokens tokens
+                   - non-torch memory        # NCCL, cuBLAS workspaces since start-up
+
+and then cuts ``available_kv`` into 16-token blocks (``kv_cache_utils.py``). CUDA graphs are
+captured after the KV cache is allocated (vLLM <= 0.20), so they and the CUDA context live in the
+``1 - gpu_memory_utilization`` headroom, not in the budget. SGLang's ``mem_fraction_static`` and
+llama.cpp's whole-card rule are the alternatives (:data:`RUNTIMES`).
+
+Speed is memory-bound for decode: one step reads the weights a batch touches and every
+request's KV cache, at the card's bandwidth times an efficiency factor calibrated on published
+measurements (:data:`DECODE_EFFICIENCY`); prefill is compute-bound (:data:`PREFILL_MFU`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
+
+from app.engine.capabilities import BLACKWELL_MIN_CC, FP8_MIN_CC, parse_compute_capability
+from app.engine.errors import EngineError
+from app.engine.estimate import ENGINE_VERSION, _plain
+from app.engine.serving_kv import BLOCK_TOKENS, KvLayout
+from app.engine.serving_weights import (
+    FOUR_BIT_FORMATS,
+    GGUF_FORMATS,
+    WEIGHT_FORMATS,
+    WeightFormat,
+    active_weight_bytes,
+    weight_bytes,
+)
+from app.engine.shapes import ModelShape
+
+GIB: Final = 1024**3
+MIB: Final = 1024**2
+
+Runtime = Literal["vllm", "sglang", "llama.cpp"]
+RUNTIMES: tuple[Runtime, ...] = ("vllm", "sglang", "llama.cpp")
+KvDtype = Literal["auto", "bf16", "fp16", "fp8"]
+KV_DTYPES: tuple[KvDtype, ...] = ("auto", "bf16", "fp16", "fp8")
+KV_DTYPE_BYTES: Final[dict[str, int]] = {"auto": 2, "bf16": 2, "fp16": 2, "fp8": 1}
+"""Bytes per cached element: ``auto`` is the model's 16-bit dtype (vLLM ``kv_cache_dtype``);
+fp8 (``fp8_e4m3``/``fp8_e5m2``) one byte, its per-tensor scales negligible."""
+
+VLLM_VERSION: Final = "0.11.0"
+"""The vLLM release whose start-up arithmetic this module follows."""
+VLLM_DEFAULT_UTILIZATION: Final = 0.9
+"""``gpu_memory_utilization`` default (``vllm/config/cache.py`` L43, v0.11.0)."""
+VLLM_LARGE_CARD_BYTES: Final = 70 * GIB
+"""vLLM 0.11 ``arg_utils.py`` L1605-1624: cards of at least 70 GiB (not A100) default to
+``max_num_batched_tokens`` 8192 and ``max_num_seqs`` 1024 for the OpenAI server, others to 2048
+and 256."""
+VLLM_LARGE_BATCHED_TOKENS: Final = 8192
+VLLM_LARGE_SEQS: Final = 1024
+VLLM_SMALL_BATCHED_TOKENS: Final = 2048
+VLLM_SMALL_SEQS: Final = 256
+FORWARD_ELEMENTS_PER_TOKEN_FACTOR: Final = 3
+"""The profile run's forward peak per token, in 16-bit elements: the MLP's gate/up output
+(2 x intermediate), its activated product (intermediate), and three hidden-width tensors
+(residual, normed input, down output), ``2 x (3 x intermediate / tp + 3 x hidden)`` bytes.
+Calibrated on vLLM's own profile of Llama-3.1-8B on an RTX 3090 at 20,000 and 29,000 batched
+tokens (2.07 and 2.99 GiB: 110 KB per token; tests/engine/test_serving_logs.py, issue
+vllm-project/vllm#10517)."""
+SAMPLER_BYTES_PER_LOGIT: Final = 16
+"""The V1 sampler's dummy run over ``max_num_seqs`` rows of the vocabulary: fp32 logits and
+the temperature, top-k/top-p and softmax buffers, about four fp32 copies. Calibrated on vLLM's
+own accounting of Qwen2.5-0.5B on an A100 40GB (``torch_peak_increase`` 0.59 GiB with 256
+sequences, where the forward of 2,048 tokens is 0.07 GiB; ovg-project/kvcached#448). The
+profile's peak is the larger of the forward and the sampler, which run one after the other.
+(The V0 sampler of vLLM 0.6 kept about ten copies: 1.26 GiB for Llama-3-8B in
+vllm-project/vllm#10511.)"""
+NON_TORCH_BYTES: Final = 350 * MIB
+"""Memory vLLM 0.11 charges as non-torch on one GPU (cuBLAS/attention workspaces after its
+first snapshot; the CUDA context is taken before it and is not charged): 0.35 GiB logged on an
+RTX 3090 for Llama-3.1-8B (vllm-project/vllm#10517)."""
+NCCL_BYTES: Final = 1 * GIB
+"""Added non-torch memory under tensor parallelism (NCCL communicators and vLLM's custom
+all-reduce buffers); field logs range 0.2-1.8 GiB above the single-GPU figure."""
+CUDA_GRAPH_BYTES: Final = 3 * GIB // 4
+"""CUDA graphs of the decode batch sizes (51 shapes up to 512 in vLLM 0.11): logged "Graph
+capturing finished ..., took 0.60-1.12 GiB" (L40S, A100, H100 logs in serving-findings.md §1.3
+and vllm-project/vllm#10517); outside the budget in vLLM <= 0.20."""
+CUDA_CONTEXT_BYTES: Final = GIB // 2
+"""The CUDA context and kernel images, taken before vLLM's first snapshot (serving-findings.md
+§1.4); lives in the ``1 - gpu_memory_utilization`` headroom."""
+
+UNIFIED_UTILIZATION_CAP: Final = 0.85
+"""DGX Spark (GB10) and other unified-memory systems: the operating system, page cache and CPU
+processes share the same LPDDR5x, so vLLM's fraction is capped here. NVIDIA's Nemotron-3-Super
+NVFP4 recipe needs ``--gpu-memory-utilization 0.85`` on GB10, the default "OOMs at startup"
+(vllm-project/recipes#632); the catalog's usable figure already leaves the OS its reserve."""
+
+SGLANG_VERSION: Final = "0.5.23"
+SGLANG_BASE_RESERVE: Final = 512 * MIB
+"""SGLang's reserve when ``mem_fraction_static`` is unset (``memory_hook.py`` L48-343):
+512 MB + 1.5 MB per chunked-prefill token + TP/8 GiB + the CUDA graph reserve, at least 10 GiB
+on cards above 60 GB (serving-findings.md §1.7)."""
+SGLANG_RESERVE_PER_PREFILL_TOKEN: Final = 3 * MIB // 2
+SGLANG_LARGE_CARD_FLOOR: Final = 10 * GIB
+SGLANG_LARGE_CARD_BYTES: Final = 60 * 10**9
+SGLANG_SMALL_PREFILL: Final = 4096
+SGLANG_LARGE_PREFILL: Final = 8192
+SGLANG_SMALL_CARD_BYTES: Final = 60 * 10**9
+
+LLAMA_CPP_UBATCH: Final = 512
+"""llama.cpp's ``n_ubatch`` default: its compute buffer holds one micro-batch's logits
+(``n_ubatch x vocab`` fp32) and activations."""
+LLAMA_CPP_COMPUTE_ELEMENTS_PER_TOKEN_HIDDEN: Final = 8
+"""Hidden-width fp32 tensors per micro-batch token in llama.cpp's compute graph beside the
+logits (attention scores are chunked by flash attention)."""
+
+DECODE_EFFICIENCY: Final = 0.79
+"""Fraction of the card's memory bandwidth a decode step achieves, calibrated on published
+single-stream measurements (median of tools/serving/decode_measurements.json, each case's
+error on the "How we calculate" page; tests/engine/test_serving_speed.py)."""
+PREFILL_MFU: Final = 0.5
+"""Model FLOPs utilisation of a prefill (compute-bound, 2 FLOPs per active parameter and
+token), an assumption: large-batch GEMMs on H100/Blackwell reach 50-70 % of peak."""
+
+MAX_CONTEXT: Final = 1 << 24
+MAX_CONCURRENCY: Final = 65_536
+MAX_GPUS: Final = 64
+
+
+class ServingError(EngineError):
+    """A serving job the engine refuses; ``field`` names the job's field."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServingJob:
+    """How the customer wants to serve. Defaults: one user at 8,192 tokens on vLLM, bf16."""
+
+    weights: WeightFormat = "bf16"
+    kv_cache: KvDtype = "auto"
+    context: int = 8192
+    concurrency: int = 1
+    gpus: int = 1
+    runtime: Runtime = "vllm"
+    gpu_memory_utilization: float | None = None
+    """None: the runtime's default (vLLM 0.9; SGLang its own ``mem_fraction_static``)."""
+    max_num_batched_tokens: int | None = None
+    """None: vLLM's default for the card's size."""
+    max_num_seqs: int | None = None
+    """None: vLLM's default for the card's size (what its sampler profile runs over)."""
+
+    @property
+    def kv_dtype_bytes(self) -> int:
+        return KV_DTYPE_BYTES[self.kv_cache]
+
+
+@dataclass(frozen=True, slots=True)
+class ServingGpu:
+    """A card as serving needs it: memory as the driver reports it, bandwidth, peak FLOPS."""
+
+    slug: str
+    name: str
+    total_bytes: int
+    compute_capability: str
+    memory_bandwidth_gbps: float | None = None
+    bf16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    fp4_tflops: float | None = None
+    unified_memory: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ServingBreakdown:
+    """Bytes on one GPU: what the runtime sets aside and what the requested load needs."""
+
+    weights: int
+    activations: int
+    cuda_graphs: int
+    overhead: int
+    kv_cache: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeSpeed:
+    per_request: float
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class ServingFit:
+    gpu: str
+    name: str
+    usable_bytes: int
+    budget_bytes: int
+    kv_cache_capacity_bytes: int
+    kv_cache_capacity_tokens: int
+    max_concurrency: int
+    max_context: int
+    fits: bool
+    decode_tokens_per_s: DecodeSpeed | None
+    prefill_tokens_per_s: float | None
+    per_gpu_bytes: ServingBreakdown
+    max_num_batched_tokens: int
+    gpu_memory_utilization: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ServingLever:
+    gpu: str
+    lever: str
+    change: dict[str, object]
+    max_concurrency: int
+    max_context: int
+
+
+@dataclass(frozen=True, slots=True)
+class ServingParams:
+    total: int
+    active: int
+
+
+ServingAssumption = tuple[str, dict[str, str | int | float]]
+
+
+@dataclass(frozen=True, slots=True)
+class ServingResult:
+    engine_version: str
+    model_type: str
+    runtime: str
+    params: ServingParams
+    kv_cache_bytes_per_token: int
+    kv_cache_bytes_per_request: int
+    per_gpu_bytes: ServingBreakdown
+    fits: tuple[ServingFit, ...]
+    levers: tuple[ServingLever, ...]
+    assumptions: tuple[str, ...]
+    assumption_items: tuple[ServingAssumption, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON document ``sizer serving`` prints and the API returns."""
+        data = _plain(self)
+        assert isinstance(data, dict)
+        del data["assumption_items"]
+        return data
+
+
+# Warnings per card: the JSON carries these English sentences; pages translate by name.
+FP8_WEIGHT_ONLY_WARNING: Final = (
+    "no FP8 tensor cores before compute capability 8.9: vLLM runs FP8 weights through Marlin "
+    "weight-only kernels, saving memory but not compute")
+FP4_WEIGHT_ONLY_WARNING: Final = (
+    "FP4 tensor cores are Blackwell-only: on this card NVFP4/MXFP4 weights save memory and "
+    "bandwidth but run as weight-only FP4 (Marlin), with no FP4 compute")
+UNIFIED_WARNING: Final = (
+    "unified memory: the operating system shares it; gpu_memory_utilization is capped at 0.85")
+GRAPH_HEADROOM_WARNING: Final = (
+    "the headroom left by gpu_memory_utilization is smaller than the CUDA context and graphs "
+    "vLLM captures after the KV cache; start-up may run out of memory (lower the utilisation "
+    "or use --enforce-eager)")
+CONTEXT_BEYOND_MODEL_WARNING: Final = "the context is longer than the model's positions"
+
+SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
+    "units": "bytes; GiB = 1024^3 bytes; per GPU",
+    "vllm": "vLLM %(version)s start-up arithmetic: total x gpu_memory_utilization minus weights, "
+    "the profile run's activation peak (max_num_batched_tokens by card size unless given) and "
+    "non-torch memory; the rest is the KV cache, in blocks of 16 tokens",
+    "vllm_graphs": "CUDA graphs and the CUDA context are captured after the KV cache and live in "
+    "the headroom that gpu_memory_utilization leaves (vLLM up to 0.20)",
+    "sglang": "SGLang %(version)s: mem_fraction_static of the card holds weights and the KV pool; "
+    "the rest is its reserve for activations, CUDA graphs and NCCL",
+    "llama_cpp": "llama.cpp: the whole card less the CUDA context; the KV cache is sized for "
+    "context x concurrency (n_ctx split over the slots), layers split over the GPUs",
+    "weights": "weights %(format)s: only the decoder's linear layers are quantised; embeddings, "
+    "lm_head, norms and routers stay 16-bit",
+    "kv": "KV cache %(dtype)s: %(bytes)s bytes per token per GPU (key/value heads per GPU "
+    "= max(1, heads / GPUs))",
+    "mla": "multi-head latent attention: one latent of %(latent)s values per token and layer, "
+    "replicated on every GPU",
+    "sliding": "%(layers)s sliding-window layers keep at most %(window)s tokens plus the "
+    "batched-token budget per request",
+    "linear": "%(layers)s linear-attention/Mamba layers keep a fixed state per request",
+    "tp": "tensor parallel over %(gpus)s GPUs: linear layers and the vocabulary split, norms "
+    "and routers replicated",
+    "decode": "decode speed: weights the batch touches plus every request's KV cache read once "
+    "per step at %(efficiency)s of the card's bandwidth (calibrated on published measurements)",
+    "prefill": "prefill speed: 2 FLOPs per active parameter and token at %(mfu)s of the card's "
+    "peak in the format's precision",
+    "moe": "mixture of experts: decode reads the experts a batch touches",
+}
+"""The English wording of each serving assumption (the API's and the CLI's)."""
+
+
+def serving_estimate(shape: ModelShape, layout: KvLayout, job: ServingJob,
+                     gpus: Sequence[ServingGpu], *, with_levers: bool = True) -> ServingResult:
+    """Hold a serving job against each card (``job.gpus`` of them, tensor parallel)."""
+    validate(job)
+    fits = tuple(_fit(shape, layout, job, gpu) for gpu in gpus)
+    levers = _levers(shape, layout, job, gpus, fits) if with_levers else ()
+    items = assumption_items(shape, layout, job)
+    request = _request_bytes(layout, job, _batched_tokens(job, None))
+    return ServingResult(
+        engine_version=ENGINE_VERSION,
+        model_type=shape.model_type,
+        runtime=job.runtime,
+        params=ServingParams(total=shape.total_params, active=shape.active_params),
+        kv_cache_bytes_per_token=_kv_per_token(layout, job),
+        kv_cache_bytes_per_request=request,
+        per_gpu_bytes=fits[0].per_gpu_bytes if fits else _breakdown_without_card(shape, job,
+                                                                                request),
+        fits=fits,
+        levers=levers,
+        assumptions=tuple(SERVING_ASSUMPTION_TEXTS[key] % values if values
+                          else SERVING_ASSUMPTION_TEXTS[key] for key, values in items),
+        assumption_items=items,
+    )
+
+
+def validate(job: ServingJob) -> None:
+    """Refuse a job outside the engine's vocabulary or bounds, naming the field."""
+    for name, value, allowed in (("weights", job.weights, WEIGHT_FORMATS),
+                                 ("kv_cache", job.kv_cache, KV_DTYPES),
+                                 ("runtime", job.runtime, RUNTIMES)):
+        if value not in allowed:
+            raise ServingError(name, "not_one_of", value=repr(value), allowed=", ".join(allowed))
+    for name, number, maximum in (("context", job.context, MAX_CONTEXT),
+                                  ("concurrency", job.concurrency, MAX_CONCURRENCY),
+                                  ("gpus", job.gpus, MAX_GPUS),
+                                  ("max_num_batched_tokens", job.max_num_batched_tokens,
+                                   MAX_CONTEXT),
+                                  ("max_num_seqs", job.max_num_seqs, MAX_CONCURRENCY)):
+        if number is None and name in ("max_num_batched_tokens", "max_num_seqs"):
+            continue
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ServingError(name, "whole_number")
+        if number > maximum:
+            raise ServingError(name, "at_most", max=maximum)
+    utilization = job.gpu_memory_utilization
+    if utilization is not None and not 0 < utilization <= 1:
+        raise ServingError("gpu_memory_utilization", "utilization_range")
+    if job.runtime == "llama.cpp" and job.weights not in GGUF_FORMATS | {"bf16", "fp16"}:
+        raise ServingError("weights", "format_needs_card", format=job.weights,
+                           needs="a GGUF file or 16-bit weights on llama.cpp")
+
+
+def _kv_per_token(layout: KvLayout, job: ServingJob) -> int:
+    if job.runtime == "llama.cpp":
+        return -(-layout.bytes_per_token(1, job.kv_dtype_bytes) // job.gpus)
+    return layout.bytes_per_token(job.gpus, job.kv_dtype_bytes)
+
+
+def _batched_tokens(job: ServingJob, gpu: ServingGpu | None) -> int:
+    if job.max_num_batched_tokens is not None:
+        return job.max_num_batched_tokens
+    if gpu is not None and gpu.total_bytes >= VLLM_LARGE_CARD_BYTES:
+        return VLLM_LARGE_BATCHED_TOKENS
+    return VLLM_SMALL_BATCHED_TOKENS
+
+
+def _max_seqs(job: ServingJob, gpu: ServingGpu) -> int:
+    if job.max_num_seqs is not None:
+        return job.max_num_seqs
+    return VLLM_LARGE_SEQS if gpu.total_bytes >= VLLM_LARGE_CARD_BYTES else VLLM_SMALL_SEQS
+
+
+def _request_bytes(layout: KvLayout, job: ServingJob, batched: int, context: int | None = None
+                   ) -> int:
+    tokens = job.context if context is None else context
+    if job.runtime == "llama.cpp":
+        whole = layout.request_bytes(tokens, 1, job.kv_dtype_bytes, batched)
+        return -(-whole // job.gpus)
+    return layout.request_bytes(tokens, job.gpus, job.kv_dtype_bytes, batched)
+
+
+def forward_peak_bytes(shape: ModelShape, tokens: int, tp: int) -> int:
+    """The profile run's forward peak on one GPU for ``tokens`` batched tokens (16-bit)."""
+    hidden = 3 * shape.hidden_size
+    if shape.is_moe:
+        expert = shape.experts_per_token * (3 * shape.moe_intermediate_size // tp
+                                            + shape.hidden_size)
+        return 2 * tokens * (expert + hidden)
+    return 2 * tokens * (FORWARD_ELEMENTS_PER_TOKEN_FACTOR * shape.intermediate_size // tp
+                         + hidden)
+
+
+def vllm_activation_bytes(shape: ModelShape, tokens: int, seqs: int, tp: int) -> int:
+    """vLLM's profile-run peak: the larger of the forward over ``tokens`` batched tokens and the
+    sampler over ``seqs`` rows of the vocabulary."""
+    sampler = seqs * shape.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    return max(forward_peak_bytes(shape, tokens, tp), sampler)
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    utilization: float
+    budget: int
+    weights: int
+    activations: int
+    graphs: int
+    overhead: int
+    available: int
+    batched: int
+    headroom_short: bool
+
+
+def _budget(shape: ModelShape, job: ServingJob, gpu: ServingGpu) -> _Budget:
+    weights = weight_bytes(shape, job.weights, job.gpus).total
+    total = gpu.total_bytes
+    batched = _batched_tokens(job, gpu)
+    if job.runtime == "sglang":
+        prefill = SGLANG_LARGE_PREFILL if total >= SGLANG_SMALL_CARD_BYTES else SGLANG_SMALL_PREFILL
+        activations = prefill * SGLANG_RESERVE_PER_PREFILL_TOKEN
+        overhead = SGLANG_BASE_RESERVE + job.gpus * GIB // 8
+        reserve = activations + overhead + CUDA_GRAPH_BYTES
+        if total > SGLANG_LARGE_CARD_BYTES:
+            reserve = max(reserve, SGLANG_LARGE_CARD_FLOOR)
+        fraction = job.gpu_memory_utilization or (total - reserve) / total
+        if gpu.unified_memory:
+            fraction = min(fraction, UNIFIED_UTILIZATION_CAP)
+        budget = int(total * fraction)
+        return _Budget(fraction, budget, weights, activations, CUDA_GRAPH_BYTES, overhead,
+                       budget - weights, prefill, False)
+    if job.runtime == "llama.cpp":
+        compute = LLAMA_CPP_UBATCH * 4 * (shape.vocab_size
+                                          + LLAMA_CPP_COMPUTE_ELEMENTS_PER_TOKEN_HIDDEN
+                                          * shape.hidden_size)
+        fraction = job.gpu_memory_utilization or 1.0
+        if gpu.unified_memory:
+            fraction = min(fraction, UNIFIED_UTILIZATION_CAP)
+        budget = int(total * fraction)
+        return _Budget(fraction, budget, weights, compute, 0, CUDA_CONTEXT_BYTES,
+                       budget - weights - compute - CUDA_CONTEXT_BYTES, LLAMA_CPP_UBATCH, False)
+    utilization = job.gpu_memory_utilization or VLLM_DEFAULT_UTILIZATION
+    if gpu.unified_memory:
+        utilization = min(utilization, UNIFIED_UTILIZATION_CAP)
+    budget = int(total * utilization)
+    activations = vllm_activation_bytes(shape, batched, _max_seqs(job, gpu), job.gpus)
+    non_torch = NON_TORCH_BYTES + (NCCL_BYTES if job.gpus > 1 else 0)
+    headroom = total - budget
+    return _Budget(utilization, budget, weights, activations, CUDA_GRAPH_BYTES,
+                   non_torch + CUDA_CONTEXT_BYTES,
+                   budget - weights - activations - non_torch, batched,
+                   headroom < CUDA_GRAPH_BYTES + CUDA_CONTEXT_BYTES)
+
+
+def _fit(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu) -> ServingFit:
+    b = _budget(shape, job, gpu)
+    capacity = max(0, b.available)
+    per_token = _kv_per_token(layout, job)
+    page = per_token * BLOCK_TOKENS
+    tokens = capacity // page * BLOCK_TOKENS if page else 0
+    request = _request_bytes(layout, job, b.batched)
+    need = request * job.concurrency
+    max_concurrency = capacity // request if request else MAX_CONCURRENCY
+    limit = shape.max_positions or MAX_CONTEXT
+    max_context = _longest_context(layout, job, capacity, b.batched, max(limit, job.context))
+    fits = b.available > 0 and need <= capacity
+    breakdown = ServingBreakdown(
+        weights=b.weights, activations=b.activations, cuda_graphs=b.graphs, overhead=b.overhead,
+        kv_cache=need, total=b.weights + b.activations + b.graphs + b.overhead + need)
+    warnings = _card_warnings(job, gpu, b, shape)
+    return ServingFit(
+        gpu=gpu.slug, name=gpu.name, usable_bytes=gpu.total_bytes, budget_bytes=b.budget,
+        kv_cache_capacity_bytes=capacity, kv_cache_capacity_tokens=tokens,
+        max_concurrency=min(max_concurrency, MAX_CONCURRENCY), max_context=max_context,
+        fits=fits, decode_tokens_per_s=decode_speed(shape, layout, job, gpu),
+        prefill_tokens_per_s=prefill_speed(shape, job, gpu), per_gpu_bytes=breakdown,
+        max_num_batched_tokens=b.batched, gpu_memory_utilization=round(b.utilization, 4),
+        warnings=warnings,
+    )
+
+
+def _longest_context(layout: KvLayout, job: ServingJob, capacity: int, batched: int,
+                     limit: int) -> int:
+    if job.runtime == "llama.cpp":
+        return layout.longest_context(capacity * job.gpus, job.concurrency, 1,
+                                      job.kv_dtype_bytes, batched, limit)
+    return layout.longest_context(capacity, job.concurrency, job.gpus, job.kv_dtype_bytes,
+                                  batched, limit)
+
+
+def _card_warnings(job: ServingJob, gpu: ServingGpu, b: _Budget, shape: ModelShape
+                   ) -> tuple[str, ...]:
+    cc = parse_compute_capability(gpu.compute_capability)
+    warnings: list[str] = []
+    if job.weights == "fp8" and cc < FP8_MIN_CC:
+        warnings.append(FP8_WEIGHT_ONLY_WARNING)
+    if job.weights in ("nvfp4", "mxfp4") and cc < BLACKWELL_MIN_CC:
+        warnings.append(FP4_WEIGHT_ONLY_WARNING)
+    if gpu.unified_memory:
+        warnings.append(UNIFIED_WARNING)
+    if job.runtime == "vllm" and b.headroom_short:
+        warnings.append(GRAPH_HEADROOM_WARNING)
+    if shape.max_positions is not None and job.context > shape.max_positions:
+        warnings.append(CONTEXT_BEYOND_MODEL_WARNING)
+    return tuple(warnings)
+
+
+def decode_speed(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu
+                 ) -> DecodeSpeed | None:
+    """Tokens per second per request and in total at ``job.concurrency`` requests of
+    ``job.context`` tokens: one step reads the weights the batch touches and each request's KV
+    cache once, on every GPU in parallel."""
+    if not gpu.memory_bandwidth_gbps:
+        return None
+    batch = job.concurrency
+    weights = active_weight_bytes(shape, job.weights, job.gpus, batch)
+    kv = batch * _request_bytes(layout, job, _batched_tokens(job, gpu))
+    seconds = (weights + kv) / (gpu.memory_bandwidth_gbps * 1e9 * DECODE_EFFICIENCY)
+    per_request = 1 / seconds
+    return DecodeSpeed(per_request=round(per_request, 2), total=round(per_request * batch, 2))
+
+
+def compute_tflops(job: ServingJob, gpu: ServingGpu) -> float | None:
+    """The peak the format's matrix multiplies run at on this card: FP4 only on Blackwell, FP8
+    from compute capability 8.9, otherwise 16-bit (weight-only formats dequantise to 16-bit)."""
+    cc = parse_compute_capability(gpu.compute_capability)
+    if job.weights in ("nvfp4", "mxfp4") and cc >= BLACKWELL_MIN_CC and gpu.fp4_tflops:
+        return gpu.fp4_tflops
+    if job.weights in ("fp8", "nvfp4", "mxfp4") and cc >= FP8_MIN_CC and gpu.fp8_tflops:
+        return gpu.fp8_tflops
+    return gpu.bf16_tflops
+
+
+def prefill_speed(shape: ModelShape, job: ServingJob, gpu: ServingGpu) -> float | None:
+    """Prompt tokens per second over the job's GPUs, compute-bound."""
+    tflops = compute_tflops(job, gpu)
+    if not tflops:
+        return None
+    return round(job.gpus * tflops * 1e12 * PREFILL_MFU / (2 * shape.active_params), 1)
+
+
+def _breakdown_without_card(shape: ModelShape, job: ServingJob, request: int
+                            ) -> ServingBreakdown:
+    weights = weight_bytes(shape, job.weights, job.gpus).total
+    kv = request * job.concurrency
+    return ServingBreakdown(weights, 0, 0, 0, kv, weights + kv)
+
+
+def _lever_jobs(shape: ModelShape, job: ServingJob, gpu: ServingGpu
+                ) -> list[tuple[str, dict[str, object]]]:
+    options: list[tuple[str, dict[str, object]]] = []
+    if job.kv_cache != "fp8":
+        options.append(("fp8_kv_cache", {"kv_cache": "fp8"}))
+    if job.weights not in FOUR_BIT_FORMATS:
+        blackwell = parse_compute_capability(gpu.compute_capability) >= BLACKWELL_MIN_CC
+        if job.runtime == "llama.cpp":
+            options.append(("four_bit_weights", {"weights": "gguf-q4_k_m"}))
+        else:
+            options.append(("four_bit_weights", {"weights": "nvfp4" if blackwell else "awq"}))
+    if job.runtime != "llama.cpp" and job.gpus < 8:
+        options.append(("more_gpus", {"gpus": min(8, job.gpus * 2)}))
+    if job.context > 2 * BLOCK_TOKENS:
+        options.append(("shorter_context", {"context": job.context // 2}))
+    return options
+
+
+def _levers(shape: ModelShape, layout: KvLayout, job: ServingJob, gpus: Sequence[ServingGpu],
+            fits: Sequence[ServingFit]) -> tuple[ServingLever, ...]:
+    """For each card the job does not fit: each change that makes it fit, alone."""
+    levers: list[ServingLever] = []
+    for gpu, fit in zip(gpus, fits, strict=True):
+        if fit.fits:
+            continue
+        for name, change in _lever_jobs(shape, job, gpu):
+            changed = replace(job, **change)  # type: ignore[arg-type]
+            result = _fit(shape, layout, changed, gpu)
+            if result.fits:
+                levers.append(ServingLever(gpu.slug, name, change, result.max_concurrency,
+                                           result.max_context))
+    return tuple(levers)
+
+
+def assumption_items(shape: ModelShape, layout: KvLayout, job: ServingJob
+                     ) -> tuple[ServingAssumption, ...]:
+    """What the figures take for granted, as keys and values a page can translate."""
+    items: list[ServingAssumption] = [("units", {})]
+    if job.runtime == "vllm":
+        items += [("vllm", {"version": VLLM_VERSION}), ("vllm_graphs", {})]
+    elif job.runtime == "sglang":
+        items.append(("sglang", {"version": SGLANG_VERSION}))
+    else:
+        items.append(("llama_cpp", {}))
+    items.append(("weights", {"format": job.weights}))
+    items.append(("kv", {"dtype": "bf16" if job.kv_cache == "auto" else job.kv_cache,
+                         "bytes": _kv_per_token(layout, job)}))
+    if layout.is_mla:
+        items.append(("mla", {"latent": layout.mla_latent}))
+    if layout.sliding_layers:
+        items.append(("sliding", {"layers": layout.sliding_layers, "window": layout.window}))
+    if layout.linear_layers:
+        items.append(("linear", {"layers": layout.linear_layers}))
+    if job.gpus > 1:
+        items.append(("tp", {"gpus": job.gpus}))
+    if shape.is_moe:
+        items.append(("moe", {}))
+    items.append(("decode", {"efficiency": f"{DECODE_EFFICIENCY:.0%}"}))
+    items.append(("prefill", {"mfu": f"{PREFILL_MFU:.0%}"}))
+    return tuple(items)

@@ -1,0 +1,271 @@
+"""What a serving engine keeps per token and per request: the KV cache layout of a model.
+
+Read from the model's Hugging Face ``config.json`` directly (a small reader of its own, beside
+:mod:`app.engine.shapes`, whose builders count parameters and do not carry attention layouts):
+which layers are full attention, which slide over a window, which are linear attention or
+Mamba with a fixed state, and whether the keys and values are a multi-head latent (MLA).
+
+The arithmetic follows vLLM's KV cache specs (``vllm/v1/kv_cache_interface.py`` and
+``vllm/config/model.py::get_num_kv_heads``, v0.11.0; shared/reference/serving-findings.md
+§1.6):
+
+* full attention (MHA/GQA): ``2 x kv_heads_per_gpu x head_dim x dtype bytes`` per token and
+  layer, with ``kv_heads_per_gpu = max(1, kv_heads // tp)`` (heads are replicated when the
+  tensor-parallel degree exceeds them);
+* MLA (DeepSeek-V2/V3, Kimi K2): one latent of ``kv_lora_rank + qk_rope_head_dim`` per token
+  and layer, replicated on every rank (``MLAAttentionSpec``; not divided by TP);
+* sliding-window layers keep at most ``window - 1 + max_num_batched_tokens`` tokens of a
+  request, plus one block (``SlidingWindowSpec.max_memory_usage_bytes``);
+* linear-attention (gated DeltaNet) and Mamba layers keep one fixed state per request
+  whatever its length (``MambaSpec``), split over the tensor-parallel ranks by heads.
+
+Every integer read here has an upper bound (:data:`KV_FIELD_BOUNDS`), as the shapes' do, and
+nothing loops over a value from the config: layer kinds are counted in closed form or over a
+list whose length the layer bound caps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from app.engine.errors import EngineError
+from app.engine.shapes import FIELD_BOUNDS, MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS
+
+BLOCK_TOKENS: Final = 16
+"""Tokens per KV block (vLLM ``--block-size`` default 16, ``vllm/config/cache.py``)."""
+
+MAX_LATENT: Final = 65_536
+"""MLA latent widths (``kv_lora_rank``, ``qk_rope_head_dim``). Largest released: 512 + 64
+(DeepSeek-V3, Kimi K2)."""
+MAX_STATE_DIM: Final = 65_536
+"""Mamba/linear-attention state dimensions. Largest released: Mamba2 ``mamba_d_state`` 256,
+Qwen3-Next ``linear_value_head_dim`` 128, Nemotron-H ``mamba_num_heads`` 128."""
+MAX_CONV_KERNEL: Final = 64
+"""Causal-convolution width of Mamba and gated DeltaNet layers. Released: 4."""
+
+KV_FIELD_BOUNDS: Final[Mapping[str, int]] = {
+    **FIELD_BOUNDS,
+    "kv_lora_rank": MAX_LATENT, "qk_rope_head_dim": MAX_LATENT,
+    "sliding_window": MAX_POSITIONS, "attention_chunk_size": MAX_POSITIONS,
+    "sliding_window_pattern": MAX_LAYERS, "full_attention_interval": MAX_LAYERS,
+    "linear_num_key_heads": MAX_HEADS, "linear_num_value_heads": MAX_HEADS,
+    "linear_key_head_dim": MAX_HEAD_DIM, "linear_value_head_dim": MAX_HEAD_DIM,
+    "linear_conv_kernel_dim": MAX_CONV_KERNEL,
+    "mamba_num_heads": MAX_STATE_DIM, "mamba_head_dim": MAX_STATE_DIM,
+    "ssm_state_size": MAX_STATE_DIM, "mamba_d_state": MAX_STATE_DIM,
+    "n_groups": MAX_STATE_DIM, "mamba_n_groups": MAX_STATE_DIM,
+    "conv_kernel": MAX_CONV_KERNEL, "mamba_d_conv": MAX_CONV_KERNEL,
+}
+"""Upper bound of every integer this reader takes from a config (the shapes' bounds and the
+attention-layout fields above)."""
+
+FULL = "full_attention"
+SLIDING = "sliding_attention"
+LINEAR = "linear_attention"
+MAMBA = "mamba"
+LAYER_KINDS: Final = (FULL, SLIDING, LINEAR, MAMBA)
+_ALIASES: Final[Mapping[str, str]] = {
+    "full_attention": FULL, "attention": FULL, "global": FULL,
+    "sliding_attention": SLIDING, "sliding_window": SLIDING, "local": SLIDING,
+    "chunked_attention": SLIDING,
+    "linear_attention": LINEAR,
+    "mamba": MAMBA, "mamba2": MAMBA,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class KvLayout:
+    """A model's cache as a serving engine lays it out (per layer kind, before tensor
+    parallelism and dtype)."""
+
+    full_layers: int
+    sliding_layers: int
+    window: int
+    linear_layers: int
+    kv_heads: int
+    head_dim: int
+    mla_latent: int = 0
+    """``kv_lora_rank + qk_rope_head_dim`` for MLA models, else 0."""
+    state_elements: int = 0
+    """Elements of one request's fixed state in one linear-attention or Mamba layer, before
+    tensor parallelism (recurrent state plus convolution state)."""
+
+    @property
+    def is_mla(self) -> bool:
+        return self.mla_latent > 0
+
+    def kv_heads_per_gpu(self, tp: int) -> int:
+        """vLLM's ``get_num_kv_heads``: ``max(1, kv_heads // tp)``; MLA always 1."""
+        return 1 if self.is_mla else max(1, self.kv_heads // tp)
+
+    def token_layer_bytes(self, tp: int, dtype_bytes: int) -> int:
+        """One token's keys and values in one attention layer on one GPU."""
+        if self.is_mla:
+            return self.mla_latent * dtype_bytes
+        return 2 * self.kv_heads_per_gpu(tp) * self.head_dim * dtype_bytes
+
+    def bytes_per_token(self, tp: int, dtype_bytes: int) -> int:
+        """What one more token of a request costs on one GPU while it is within every window:
+        keys and values in every attention layer (full and sliding)."""
+        return (self.full_layers + self.sliding_layers) * self.token_layer_bytes(tp, dtype_bytes)
+
+    def state_bytes(self, tp: int, dtype_bytes: int) -> int:
+        """One request's fixed state across the linear-attention/Mamba layers on one GPU."""
+        return self.linear_layers * -(-self.state_elements // tp) * dtype_bytes
+
+    def request_bytes(self, context: int, tp: int, dtype_bytes: int, batched_tokens: int) -> int:
+        """One request of ``context`` tokens, as vLLM's hybrid manager reserves it: full layers
+        every token (block-rounded), sliding layers ``min(window - 1 + batched, context)``
+        tokens plus a block, linear layers their fixed state."""
+        per_layer = self.token_layer_bytes(tp, dtype_bytes)
+        full_tokens = _round_up(context, BLOCK_TOKENS)
+        kept = min(self.window - 1 + batched_tokens, context) if self.sliding_layers else 0
+        sliding_tokens = _round_up(kept, BLOCK_TOKENS) + BLOCK_TOKENS if kept else 0
+        return (self.full_layers * full_tokens * per_layer
+                + self.sliding_layers * sliding_tokens * per_layer
+                + self.state_bytes(tp, dtype_bytes))
+
+    def longest_context(self, capacity_bytes: int, concurrency: int, tp: int, dtype_bytes: int,
+                        batched_tokens: int, limit: int) -> int:
+        """The longest context (a multiple of the block, at most ``limit``) that ``concurrency``
+        requests can each hold in ``capacity_bytes``: closed form for the full layers, the
+        sliding layers at their cap (exact once the context passes the window)."""
+        per_request = capacity_bytes // max(concurrency, 1)
+        if self.request_bytes(BLOCK_TOKENS, tp, dtype_bytes, batched_tokens) > per_request:
+            return 0
+        if self.request_bytes(limit, tp, dtype_bytes, batched_tokens) <= per_request:
+            return limit
+        per_layer = self.token_layer_bytes(tp, dtype_bytes)
+        fixed = self.state_bytes(tp, dtype_bytes)
+        if self.sliding_layers:
+            cap = _round_up(self.window - 1 + batched_tokens, BLOCK_TOKENS) + BLOCK_TOKENS
+            fixed += self.sliding_layers * cap * per_layer
+        full_cost = self.full_layers * per_layer
+        if full_cost == 0:
+            return limit
+        tokens = (per_request - fixed) // full_cost // BLOCK_TOKENS * BLOCK_TOKENS
+        return max(0, min(tokens, limit))
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+class KvLayoutError(EngineError):
+    """A config field the KV reader cannot use; ``field`` names it."""
+
+
+def kv_layout(config: Mapping[str, object]) -> KvLayout:
+    """The KV layout of a Hugging Face ``config.json``: full, sliding and linear layers."""
+    cfg = _Reader(config)
+    layers = cfg.integer("num_hidden_layers", "n_layer")
+    heads = cfg.integer("num_attention_heads", "n_head")
+    hidden = cfg.integer("hidden_size", "n_embd")
+    kv_heads = cfg.optional("num_key_value_heads") or heads
+    head_dim = cfg.optional("head_dim") or hidden // heads
+    latent = 0
+    if cfg.optional("kv_lora_rank") is not None:
+        latent = cfg.integer("kv_lora_rank") + cfg.integer("qk_rope_head_dim")
+    kinds = _layer_kinds(cfg, layers)
+    sliding = kinds.get(SLIDING, 0)
+    window = 0
+    if sliding:
+        window = cfg.optional("sliding_window") or cfg.optional("attention_chunk_size") or 0
+        if not window:
+            sliding = 0
+    linear = kinds.get(LINEAR, 0) + kinds.get(MAMBA, 0)
+    state = _state_elements(cfg, kinds) if linear else 0
+    return KvLayout(
+        full_layers=layers - sliding - linear,
+        sliding_layers=sliding, window=window, linear_layers=linear, kv_heads=kv_heads,
+        head_dim=head_dim, mla_latent=latent, state_elements=state,
+    )
+
+
+def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
+    """How many layers of each kind: from ``layer_types`` when the config lists them, else
+    from the family's pattern (Gemma 2 alternates, Gemma 3 ``sliding_window_pattern``,
+    Qwen3-Next ``full_attention_interval``, Nemotron-H ``hybrid_override_pattern``, a model-wide
+    ``sliding_window`` such as Mistral 7B v0.1's)."""
+    listed = cfg.raw.get("layer_types")
+    if listed is not None:
+        if not isinstance(listed, list) or len(listed) != layers:
+            raise KvLayoutError("layer_types", "layer_types_length", layers=layers)
+        counts: dict[str, int] = {}
+        for value in listed:
+            kind = _ALIASES.get(value) if isinstance(value, str) else None
+            if kind is None:
+                raise KvLayoutError("layer_types", "layer_type_unknown", value=repr(value),
+                                    kinds=", ".join(LAYER_KINDS))
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+    pattern = cfg.raw.get("hybrid_override_pattern")
+    if pattern is not None:
+        if not isinstance(pattern, str) or len(pattern) != layers:
+            raise KvLayoutError("hybrid_override_pattern", "layer_types_length", layers=layers)
+        return {FULL: pattern.count("*"), MAMBA: pattern.count("M")}
+    model_type = cfg.raw.get("model_type")
+    interval = cfg.optional("full_attention_interval")
+    if interval is not None:
+        full = layers // interval
+        return {FULL: full, LINEAR: layers - full}
+    window = cfg.optional("sliding_window")
+    if window is None or cfg.raw.get("use_sliding_window") is False:
+        return {FULL: layers}
+    if model_type == "gemma2":  # Gemma2DecoderLayer: even layers slide (is_sliding = not i % 2)
+        return {SLIDING: (layers + 1) // 2, FULL: layers // 2}
+    step = cfg.optional("sliding_window_pattern")
+    if step is not None:  # Gemma 3: every step-th layer is global
+        return {FULL: layers // step, SLIDING: layers - layers // step}
+    return {SLIDING: layers}
+
+
+def _state_elements(cfg: _Reader, kinds: Mapping[str, int]) -> int:
+    """One request's fixed state in one layer: gated DeltaNet's recurrent state
+    (value heads x key dim x value dim) and its convolution over q, k and v; or Mamba2's SSM
+    state (heads x head dim x state) and its convolution over x, B and C (vLLM
+    ``mamba_utils.MambaStateShapeCalculator``)."""
+    if kinds.get(LINEAR):
+        key_heads = cfg.integer("linear_num_key_heads")
+        value_heads = cfg.integer("linear_num_value_heads")
+        key_dim = cfg.integer("linear_key_head_dim")
+        value_dim = cfg.integer("linear_value_head_dim")
+        kernel = cfg.integer("linear_conv_kernel_dim")
+        conv_width = 2 * key_heads * key_dim + value_heads * value_dim
+        return value_heads * key_dim * value_dim + (kernel - 1) * conv_width
+    heads = cfg.integer("mamba_num_heads")
+    head_dim = cfg.integer("mamba_head_dim")
+    state = cfg.integer("ssm_state_size", "mamba_d_state")
+    groups = cfg.optional("n_groups") or cfg.optional("mamba_n_groups") or 1
+    kernel = cfg.optional("conv_kernel") or cfg.optional("mamba_d_conv") or 4
+    conv_width = heads * head_dim + 2 * groups * state
+    return heads * head_dim * state + (kernel - 1) * conv_width
+
+
+class _Reader:
+    """Bounded integers from a config, errors naming the field."""
+
+    def __init__(self, raw: Mapping[str, object]) -> None:
+        if not isinstance(raw, Mapping):
+            raise KvLayoutError("config", "config_not_object")
+        self.raw = raw
+
+    def integer(self, *names: str) -> int:
+        for name in names:
+            value = self.optional(name)
+            if value is not None:
+                return value
+        raise KvLayoutError(names[0], "config_missing")
+
+    def optional(self, name: str) -> int | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise KvLayoutError(name, "positive_integer", value=repr(value))
+        bound = KV_FIELD_BOUNDS[name]
+        if value > bound:
+            raise KvLayoutError(name, "above_bound", bound=bound, value=value)
+        return value

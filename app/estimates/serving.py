@@ -1,0 +1,232 @@
+"""The serving estimate service: resolve the model and the cards, then call the serving engine.
+
+The storefront's "Serve" mode, the partner API (``POST /api/v1/serving-estimates`` and
+``"workload": "serving"`` recommendations) and ``sizer serving`` all call
+:func:`serving_estimate` (or :func:`serving_json`, its JSON bytes); none computes memory
+itself, so the three give identical numbers for the same input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
+from app.config import ROOT
+from app.engine import EngineError, ModelShape, parse_config
+from app.engine.serving import (
+    DECODE_EFFICIENCY,
+    ServingFit,
+    ServingGpu,
+    ServingJob,
+    ServingResult,
+    decode_speed,
+)
+from app.engine.serving import serving_estimate as engine_serving_estimate
+from app.engine.serving_kv import KvLayout, kv_layout
+from app.errors import InvalidInput
+from app.estimates.service import EstimateCache, engine_invalid, find_model, select_gpus
+
+CUSTOM_GPU = "custom"
+"""The slug of an ad-hoc card given by its memory (``--gpu-memory 24GiB``)."""
+CUSTOM_COMPUTE_CAPABILITY = "8.9"
+"""What an ad-hoc card is assumed to compute in: FP8 yes, FP4 no (Ada/Hopper-like); its speed
+is unknown (no bandwidth), so it has no tokens per second."""
+MIN_GPU_MEMORY = 1 << 30
+MAX_GPU_MEMORY = 1 << 44
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb)?\s*$", re.IGNORECASE)
+_UNITS = {"gib": 1 << 30, "gb": 10**9, "mib": 1 << 20, "mb": 10**6, "tib": 1 << 40,
+          "tb": 10**12, None: 10**9}
+
+
+def parse_memory_size(text: str) -> int:
+    """``24GiB``, ``80GB``, ``96`` (GB) as bytes; refuses anything else naming ``gpu_memory``."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise InvalidInput("expected a size such as 24GiB or 80GB", field="gpu_memory")
+    unit = match.group(2).lower() if match.group(2) else None
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if not MIN_GPU_MEMORY <= size <= MAX_GPU_MEMORY:
+        raise InvalidInput("expected between 1 GiB and 16 TiB", field="gpu_memory")
+    return size
+
+
+@dataclass(frozen=True, slots=True)
+class ServingRequest:
+    """A model (a catalog slug or an inline config.json), how to serve it, and which cards."""
+
+    job: ServingJob
+    model_slug: str | None = None
+    model_config: Mapping[str, Any] | None = None
+    gpu_slugs: tuple[str, ...] = field(default=())
+    gpu_memory_bytes: int | None = None
+    """An ad-hoc card of this driver-reported total instead of catalog cards ("custom")."""
+    with_levers: bool = True
+
+
+def serving_gpu(record: GpuRecord) -> ServingGpu:
+    """A catalog GPU as the serving engine sees it."""
+    return ServingGpu(
+        slug=record.slug, name=record.name, total_bytes=record.usable_bytes,
+        compute_capability=record.compute_capability,
+        memory_bandwidth_gbps=record.memory_bandwidth_gbps,
+        bf16_tflops=record.bf16_dense_tflops, fp8_tflops=record.fp8_dense_tflops,
+        fp4_tflops=record.fp4_dense_tflops,
+        unified_memory="unified" in record.memory_type.lower(),
+    )
+
+
+def custom_gpu(total_bytes: int) -> ServingGpu:
+    return ServingGpu(slug=CUSTOM_GPU, name=CUSTOM_GPU, total_bytes=total_bytes,
+                      compute_capability=CUSTOM_COMPUTE_CAPABILITY)
+
+
+def resolve_model(catalog: Catalog, request: ServingRequest) -> tuple[ModelShape, KvLayout]:
+    """The model's shape and KV layout. Raises NotFound / InvalidInput naming the field."""
+    if (request.model_slug is None) == (request.model_config is None):
+        raise InvalidInput("give either a catalog model slug or a config.json object",
+                           field="model")
+    if request.model_slug is not None:
+        config = find_model(catalog, request.model_slug).config
+    else:
+        config = request.model_config or {}
+    try:
+        return parse_config(config), kv_layout(config)
+    except EngineError as error:
+        raise engine_invalid(error, field=f"model_config.{error.field}") from error
+
+
+def _gpus(catalog: Catalog, request: ServingRequest) -> list[ServingGpu]:
+    if request.gpu_memory_bytes is not None:
+        return [custom_gpu(request.gpu_memory_bytes)]
+    return [serving_gpu(record) for record in select_gpus(catalog, request.gpu_slugs)]
+
+
+def _compute(catalog: Catalog, request: ServingRequest) -> ServingResult:
+    shape, layout = resolve_model(catalog, request)
+    try:
+        return engine_serving_estimate(shape, layout, request.job, _gpus(catalog, request),
+                                       with_levers=request.with_levers)
+    except EngineError as error:
+        raise engine_invalid(error) from error
+
+
+def serving_estimate(catalog: Catalog, request: ServingRequest, *,
+                     cache: EstimateCache) -> ServingResult:
+    """The serving engine's answer for this request against the catalog's cards (remembered
+    in ``cache`` like training estimates)."""
+    return cache.remembered("serving", catalog, request,  # type: ignore[arg-type]
+                            lambda: _compute(catalog, request))
+
+
+def serving_json(catalog: Catalog, request: ServingRequest, *, cache: EstimateCache) -> bytes:
+    """:func:`serving_estimate`'s document as compact UTF-8 JSON (what the API sends)."""
+    return cache.remembered(
+        "serving-json", catalog, request,  # type: ignore[arg-type]
+        lambda: json.dumps(serving_estimate(catalog, request, cache=cache).to_dict(),
+                           separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+@dataclass(frozen=True, slots=True)
+class ServingSystemFit:
+    """A configured system (n cards of one SKU) serving the job tensor-parallel."""
+
+    system: SystemRecord
+    gpu: GpuRecord
+    gpus: int
+    fit: ServingFit
+
+
+@dataclass(frozen=True, slots=True)
+class ServingSizing:
+    """What the storefront shows: the cards and the systems."""
+
+    result: ServingResult
+    systems: tuple[ServingSystemFit, ...]
+
+
+def serving_sizing(catalog: Catalog, request: ServingRequest, *,
+                   cache: EstimateCache) -> ServingSizing:
+    """The serving estimate against every card, and every active system (its cards tensor
+    parallel; llama.cpp splits layers instead)."""
+    result = serving_estimate(catalog, request, cache=cache)
+    systems = cache.remembered("serving-systems", catalog, request,  # type: ignore[arg-type]
+                               lambda: _system_fits(catalog, request))
+    return ServingSizing(result=result, systems=systems)
+
+
+def _system_fits(catalog: Catalog, request: ServingRequest) -> tuple[ServingSystemFit, ...]:
+    if request.gpu_memory_bytes is not None:
+        return ()
+    shape, layout = resolve_model(catalog, request)
+    gpus = {gpu.slug: gpu for gpu in catalog.gpus}
+    rows: list[ServingSystemFit] = []
+    for system in catalog.systems:
+        gpu = gpus.get(system.gpu_slug)
+        if gpu is None:
+            continue
+        job = replace(request.job, gpus=system.gpu_count)
+        try:
+            fit = engine_serving_estimate(shape, layout, job, [serving_gpu(gpu)],
+                                          with_levers=False).fits[0]
+        except EngineError as error:
+            raise engine_invalid(error) from error
+        rows.append(ServingSystemFit(system=system, gpu=gpu, gpus=system.gpu_count, fit=fit))
+    return tuple(rows)
+
+
+DECODE_MEASUREMENTS = ROOT / "tools" / "serving" / "decode_measurements.json"
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeCase:
+    """One published decode measurement beside the engine's figure for it."""
+
+    id: str
+    source: str
+    card: str
+    runtime: str
+    model: str
+    format: str
+    measured_tokens_per_s: float
+    predicted_tokens_per_s: float
+    implied_efficiency: float
+    """The efficiency factor that would reproduce the measurement exactly."""
+
+    @property
+    def error(self) -> float:
+        return self.predicted_tokens_per_s / self.measured_tokens_per_s - 1
+
+
+def decode_cases(path: Path = DECODE_MEASUREMENTS) -> tuple[DecodeCase, ...]:
+    """Each published measurement with the engine's prediction (the seed models' configs)."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    models = ROOT / "app" / "catalog" / "seed" / "models"
+    cases: list[DecodeCase] = []
+    for item in document["cases"]:
+        config = json.loads((models / f"{item['model']}.json").read_text(encoding="utf-8"))
+        job = ServingJob(weights=item["format"], context=item["context"],
+                         runtime=item["runtime"])
+        gpu = ServingGpu(item["card"], item["card"], 1 << 40, CUSTOM_COMPUTE_CAPABILITY,
+                         memory_bandwidth_gbps=item["bandwidth_gbps"])
+        speed = decode_speed(parse_config(config), kv_layout(config), job, gpu)
+        assert speed is not None
+        predicted = speed.per_request
+        cases.append(DecodeCase(
+            id=item["id"], source=item["source"], card=item["card"], runtime=item["runtime"],
+            model=item["model"], format=item["format"],
+            measured_tokens_per_s=item["tokens_per_s"], predicted_tokens_per_s=predicted,
+            implied_efficiency=DECODE_EFFICIENCY * item["tokens_per_s"] / predicted))
+    return tuple(cases)
+
+
+def decode_summary(cases: Sequence[DecodeCase]) -> dict[str, float]:
+    """The factor, and the median and largest error of the cases."""
+    errors = [abs(case.error) for case in cases]
+    return {"efficiency": DECODE_EFFICIENCY, "median_error": statistics.median(errors),
+            "max_error": max(errors)}

@@ -1,0 +1,131 @@
+"""KV cache bytes per token, exactly as vLLM lays them out, for each kind of attention.
+
+Configs are the real ones (the catalog's seed files, or the fields the KV reader uses copied
+from the model's config.json on the Hugging Face Hub, URL given). Expected numbers are worked
+out by hand from vLLM's specs (``vllm/v1/kv_cache_interface.py``, v0.11.0), not by the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.engine.errors import EngineError
+from app.engine.serving_kv import BLOCK_TOKENS, kv_layout
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def seed(slug: str) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(
+        (ROOT / f"app/catalog/seed/models/{slug}.json").read_text())
+    return config
+
+
+DEEPSEEK_V3 = {  # https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
+    "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+    "num_attention_heads": 128, "num_key_value_heads": 128, "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+}
+QWEN3_NEXT = {  # https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json
+    "model_type": "qwen3_next", "num_hidden_layers": 48, "hidden_size": 2048,
+    "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+    "full_attention_interval": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+    "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+}
+GEMMA3_27B = {  # https://huggingface.co/google/gemma-3-27b-it/blob/main/config.json (text_config)
+    "model_type": "gemma3_text", "num_hidden_layers": 62, "hidden_size": 5376,
+    "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+    "sliding_window": 1024, "sliding_window_pattern": 6,
+}
+
+
+@pytest.mark.parametrize(("tp", "expected"), [(1, 131_072), (2, 65_536), (8, 16_384),
+                                              (16, 16_384)])
+def test_gqa_counts_key_value_heads_not_attention_heads(tp: int, expected: int) -> None:
+    """Llama 3.1 8B: 32 layers x 2 x 8 KV heads x 128 x 2 bytes; beyond 8 GPUs each keeps one
+    (replicated) head, so 16 GPUs cost what 8 do."""
+    assert kv_layout(seed("llama-3.1-8b")).bytes_per_token(tp, 2) == expected
+
+
+def test_fp8_kv_halves_the_bytes() -> None:
+    assert kv_layout(seed("llama-3.1-8b")).bytes_per_token(1, 1) == 65_536
+
+
+@pytest.mark.parametrize("tp", [1, 8])
+def test_mla_keeps_one_latent_per_layer_not_split_by_tensor_parallel(tp: int) -> None:
+    """DeepSeek-V3: (512 + 64) x 2 bytes x 61 layers = 70,272 on every GPU, not 128 heads."""
+    layout = kv_layout(DEEPSEEK_V3)
+    assert layout.is_mla
+    assert layout.bytes_per_token(tp, 2) == 70_272
+    assert layout.bytes_per_token(tp, 1) == 35_136
+
+
+def test_gemma2_alternates_sliding_and_full_layers() -> None:
+    """Gemma 2 9B: 42 layers, every even one slides over 4,096 tokens; 2 x 8 x 256 x 2 bytes per
+    layer and token."""
+    layout = kv_layout(seed("gemma-2-9b"))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (21, 21, 4096)
+    assert layout.bytes_per_token(1, 2) == 42 * 8192
+    # a request of 8,192 tokens with 2,048 batched: full layers hold 8,192 tokens, sliding
+    # layers min(4,095 + 2,048, 8,192) = 6,143 -> 6,144 rounded to blocks, plus one block
+    assert layout.request_bytes(8192, 1, 2, 2048) == 21 * 8192 * 8192 + 21 * 6160 * 8192
+
+
+def test_gemma3_keeps_one_global_layer_in_six() -> None:
+    """Gemma 3 27B: 62 layers, 10 global and 52 sliding over 1,024 tokens."""
+    layout = kv_layout(GEMMA3_27B)
+    assert (layout.full_layers, layout.sliding_layers) == (10, 52)
+    per_layer = 2 * 16 * 128 * 2
+    long_request = layout.request_bytes(131_072, 1, 2, 2048)
+    assert long_request == 10 * 131_072 * per_layer + 52 * (3072 + BLOCK_TOKENS) * per_layer
+
+
+def test_layer_types_list_decides_over_patterns() -> None:
+    config = {**GEMMA3_27B, "num_hidden_layers": 4,
+              "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                              "full_attention"]}
+    layout = kv_layout(config)
+    assert (layout.full_layers, layout.sliding_layers) == (2, 2)
+
+
+def test_hybrid_linear_attention_holds_a_fixed_state_per_request() -> None:
+    """Qwen3-Next: one full-attention layer in four (12 of 48), 2 x 2 x 256 x 2 bytes each per
+    token; 36 gated DeltaNet layers, each a state of 32 x 128 x 128 plus a convolution of
+    3 x (2 x 16 x 128 + 32 x 128) elements per request, whatever its length."""
+    layout = kv_layout(QWEN3_NEXT)
+    assert (layout.full_layers, layout.linear_layers) == (12, 36)
+    assert layout.bytes_per_token(1, 2) == 24_576
+    state = 36 * (32 * 128 * 128 + 3 * 8192) * 2
+    assert layout.state_bytes(1, 2) == state
+    assert layout.request_bytes(4096, 1, 2, 2048) == 4096 * 24_576 + state
+    assert (layout.request_bytes(8192, 1, 2, 2048) - layout.request_bytes(4096, 1, 2, 2048)
+            == 4096 * 24_576)
+
+
+def test_published_hybrid_figure_sixteen_attention_layers_in_fp8() -> None:
+    """'16 layers x 4 kv-heads x 256 head-dim x 2 (K,V) x 1B fp8 = 32 KiB/token' for a 64-layer
+    hybrid with full_attention_interval 4 (mitchross/talos-argocd-proxmox#1995)."""
+    config = {**QWEN3_NEXT, "num_hidden_layers": 64, "num_key_value_heads": 4}
+    assert kv_layout(config).bytes_per_token(1, 1) == 32 * 1024
+
+
+def test_longest_context_inverts_request_bytes() -> None:
+    layout = kv_layout(seed("llama-3.1-8b"))
+    capacity = layout.request_bytes(10_000, 1, 2, 2048) * 3
+    longest = layout.longest_context(capacity, 3, 1, 2, 2048, 131_072)
+    assert layout.request_bytes(longest, 1, 2, 2048) * 3 <= capacity
+    assert layout.request_bytes(longest + BLOCK_TOKENS, 1, 2, 2048) * 3 > capacity
+
+
+@pytest.mark.parametrize(("field", "value"), [("num_hidden_layers", 10**9),
+                                              ("kv_lora_rank", -1),
+                                              ("layer_types", ["full_attention"])])
+def test_bad_fields_are_named(field: str, value: object) -> None:
+    config = {**DEEPSEEK_V3, field: value}
+    with pytest.raises(EngineError) as error:
+        kv_layout(config)
+    assert error.value.field == field
