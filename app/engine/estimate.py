@@ -8,6 +8,7 @@ This composes :mod:`shapes`, :mod:`states`, :mod:`activations`, :mod:`overhead`,
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -77,6 +78,17 @@ ENGINE_VERSION = "1.4.0"
 MAX_GPUS = 1024
 MAX_BATCH_SIZE = 1 << 20
 
+HEADROOM_FRACTION = 0.05
+"""A job that leaves less than this share of a card's usable memory free fits only tightly:
+allocator growth over a long run, a longer sample or a library update can take it (5 %, the
+margin issue 18 asks for; the fragmentation margin in overhead.py covers one step only)."""
+HEADROOM_MIN_BYTES = 10**9
+"""...and never less than 1 GB, for small cards (issue 18, point 11)."""
+LEVER_MAX_CARDS = 8
+"""The most cards a lever spreads a job over: one HGX/DGX-class board holds 8 GPUs, the largest
+system a GPU shop sells as one machine (issue 18, point 6: "spread over 40 cards" is no
+advice)."""
+
 # Price in speed of each lever, as the article's sources state it.
 CHECKPOINTING_SPEED = (
     "about 20-33 % slower: layers are recomputed in the backward pass "
@@ -109,6 +121,12 @@ PAGED_OPTIMIZER_WARNING = (
 
 Assumption = tuple[str, dict[str, str | int]]
 """An assumption's key in :data:`ASSUMPTION_TEXTS` and the values its wording takes."""
+
+
+def headroom_bytes(usable_bytes: int) -> int:
+    """The free memory a fit needs to count as roomy rather than tight on a card of
+    ``usable_bytes``: :data:`HEADROOM_FRACTION` of it, at least :data:`HEADROOM_MIN_BYTES`."""
+    return max(math.ceil(usable_bytes * HEADROOM_FRACTION), HEADROOM_MIN_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +227,11 @@ class CardFit:
     fewest_cards_zero3: int | None
     formats: tuple[str, ...]
     warnings: tuple[str, ...]
+
+    @property
+    def roomy(self) -> bool:
+        """Fits with :func:`headroom_bytes` to spare (not in the JSON: derived)."""
+        return self.fits and self.free_bytes >= headroom_bytes(self.usable_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -650,30 +673,48 @@ def _lever_options(job: Job) -> list[_LeverOption]:
 def _levers_for(
     models: StepModels, job: Job, gpu: GpuSpec, options: Sequence[_LeverOption]
 ) -> list[Lever]:
-    """Single changes that make the job fit this card, cheapest in speed first, then sharding."""
+    """Changes that make the job fit this card with :func:`headroom_bytes` to spare: single
+    changes cheapest in speed first, then pairs of them, then ZeRO-3 over at most
+    :data:`LEVER_MAX_CARDS` cards (alone, then with one change). A change that leaves less
+    than the headroom free is no advice and is left out."""
     usable = gpu.usable_bytes
+    room = usable - headroom_bytes(usable)
     found: list[Lever] = []
-    for option in options:
-        model = models.get(option.job)
-        if option.name == "accumulate":
-            batch = model.max_batch_size(usable, job.seq_len)
+
+    def attempt(name: str, change: dict[str, object], speed: str, model: StepModel) -> None:
+        if "gradient_accumulation" in change:
+            batch = model.max_batch_size(room, job.seq_len)
             if batch < 1:
-                continue
-            steps = math.ceil(job.batch_size / batch)
-            change: dict[str, object] = {"batch_size": batch, "gradient_accumulation": steps}
+                return
+            change = {**change, "batch_size": batch,
+                      "gradient_accumulation": math.ceil(job.batch_size / batch)}
             total = model.total_bytes(batch, job.seq_len)
         else:
-            change = option.change
             total = model.total_bytes(job.batch_size, job.seq_len)
-        if total <= usable:
-            found.append(Lever(gpu.slug, option.name, change, total, usable - total, option.speed))
-    cards = fewest_cards_zero3(models, job, usable)
+        if total <= room:
+            found.append(Lever(gpu.slug, name, change, total, usable - total, speed))
+
+    for option in options:
+        attempt(option.name, option.change, option.speed, models.get(option.job))
+    for first, second in itertools.combinations(options, 2):
+        if first.change.keys() & second.change.keys():
+            continue
+        change = {**first.change, **second.change}
+        variant = dataclasses.replace(job, **change)  # type: ignore[arg-type]
+        attempt(f"{first.name}+{second.name}", change, f"{first.speed}; {second.speed}",
+                models.get(variant))
+    cards = fewest_cards_zero3(models, job, room, limit=LEVER_MAX_CARDS)
     if cards is not None and cards > 1:
-        total = models.sharded(job, cards).total_bytes(job.batch_size, job.seq_len)
-        found.append(
-            Lever(gpu.slug, "shard_zero3", {"gpus": cards, "sharding": "zero3"}, total,
-                  usable - total, SHARDING_SPEED)
-        )
+        attempt("shard_zero3", {"gpus": cards, "sharding": "zero3"}, SHARDING_SPEED,
+                models.sharded(job, cards))
+    elif cards is None:
+        for option in options:
+            cards = fewest_cards_zero3(models, option.job, room, limit=LEVER_MAX_CARDS)
+            if cards is not None and cards > 1:
+                attempt(f"{option.name}+shard_zero3",
+                        {**option.change, "gpus": cards, "sharding": "zero3"},
+                        f"{option.speed}; {SHARDING_SPEED}", models.sharded(option.job, cards))
+                break
     return found
 
 

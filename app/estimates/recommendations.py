@@ -49,6 +49,23 @@ def rank_key(option: Option) -> tuple[int, bool, Decimal, int, str]:
             option.slug)
 
 
+StorefrontKey = tuple[int, int, bool, Decimal, int]
+
+
+def storefront_key(*, fits: bool, roomy: bool, price_eur_net: Decimal | None,
+                   stock_status: str, free_bytes: int) -> StorefrontKey:
+    """Best first as a buyer weighs a row of the storefront (issue 18, point 2): fits with
+    headroom, then fits tightly, then does not fit; then priced and in stock before the rest;
+    then the price (price on request after every price, never as 0 EUR); then the free memory:
+    among cards that fit, the smallest that holds the job (with prices equal or unknown the
+    economical one, as the verdict always named it), among those that do not, the one least
+    short."""
+    fit_rank = 0 if roomy else 1 if fits else 2
+    ready = 0 if price_eur_net is not None and stock_status == "in_stock" else 1
+    return (fit_rank, ready, price_eur_net is None, price_eur_net or Decimal(0),
+            free_bytes if fits else -free_bytes)
+
+
 def options(catalog: Catalog, sizing: Sizing, *, gpus: int, sharding: str,
             only_gpus: tuple[str, ...] = ()) -> list[Option]:
     """Every card and system that fits, unranked. Loose cards are held against the job as

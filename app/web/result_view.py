@@ -7,19 +7,23 @@ into messages the catalogs translate.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine.estimate import (
+    LEVER_MAX_CARDS,
     PAGED_OPTIMIZER_WARNING,
     UNIFIED_MEMORY_WARNING,
     ZERO3_WITHOUT_NVLINK_WARNING,
     CardFit,
     EstimateResult,
     Lever,
+    headroom_bytes,
 )
+from app.estimates.recommendations import StorefrontKey, storefront_key
 from app.estimates.service import Sizing, SystemFit
 from app.html.forms import N_, FieldError
 from app.web.calculator_form import CalculatorInput
@@ -149,11 +153,22 @@ class CardRow:
     gpu: GpuRecord
     fit: CardFit
     lever: Lever | None
-    lever_label: FieldError | None
-    lever_speed: FieldError | None
+    lever_label: tuple[FieldError, ...]
+    lever_speed: tuple[FieldError, ...]
     warnings: tuple[FieldError, ...]
     quote_url: str
     highlighted: bool
+    recommended: bool = False
+
+    @property
+    def state(self) -> str:
+        """``fits`` (with headroom), ``tight`` or ``nofit``."""
+        return "fits" if self.fit.roomy else "tight" if self.fit.fits else "nofit"
+
+    def rank(self) -> StorefrontKey:
+        return storefront_key(fits=self.fit.fits, roomy=self.fit.roomy,
+                              price_eur_net=self.gpu.price_eur_net,
+                              stock_status=self.gpu.stock_status, free_bytes=self.fit.free_bytes)
 
 
 @dataclass(frozen=True)
@@ -162,6 +177,22 @@ class SystemRow:
     fit: SystemFit
     warnings: tuple[FieldError, ...]
     quote_url: str
+    recommended: bool = False
+
+    @property
+    def roomy(self) -> bool:
+        return self.fit.fits and (
+            self.fit.free_bytes_per_gpu >= headroom_bytes(self.fit.gpu.usable_bytes))
+
+    @property
+    def state(self) -> str:
+        return "fits" if self.roomy else "tight" if self.fit.fits else "nofit"
+
+    def rank(self) -> StorefrontKey:
+        return storefront_key(fits=self.fit.fits, roomy=self.roomy,
+                              price_eur_net=self.system.price_eur_net,
+                              stock_status=self.system.stock_status,
+                              free_bytes=self.fit.free_bytes_per_gpu)
 
 
 @dataclass(frozen=True)
@@ -169,6 +200,14 @@ class Verdict:
     fits: bool
     message: FieldError
     free_bytes: int | None = None
+    tight: bool = False
+    margin_bytes: int | None = None
+    recommended: str = ""
+    """The row the verdict names (``card-<slug>`` or ``system-<slug>``), highlighted."""
+
+    @property
+    def state(self) -> str:
+        return "no" if not self.fits else "tight" if self.tight else "ok"
 
 
 @dataclass(frozen=True)
@@ -215,52 +254,71 @@ def _warnings(texts: tuple[str, ...]) -> tuple[FieldError, ...]:
     return tuple(FieldError(WARNINGS.get(text, text)) for text in texts)
 
 
-def _lever_speed(lever: Lever) -> FieldError:
-    return FieldError(LEVER_SPEEDS[lever.lever]) if lever.lever in LEVER_SPEEDS else FieldError(
-        lever.speed)
+def _lever_speed(lever: Lever) -> tuple[FieldError, ...]:
+    """Each part's price in speed (a lever may combine two changes, ``a+b``)."""
+    return tuple(FieldError(LEVER_SPEEDS[part]) if part in LEVER_SPEEDS else FieldError(
+        lever.speed) for part in lever.lever.split("+"))
 
 
-def _lever_label(lever: Lever) -> FieldError:
+def _lever_label(lever: Lever) -> tuple[FieldError, ...]:
     params: dict[str, int | str] = {}
-    if lever.lever == "shard_zero3":
-        params["gpus"] = int(str(lever.change.get("gpus", 2)))
-    return FieldError(LEVER_LABELS.get(lever.lever, lever.lever), params)
+    if "gpus" in lever.change:
+        params["gpus"] = int(str(lever.change["gpus"]))
+    return tuple(FieldError(LEVER_LABELS.get(part, part), params)
+                 for part in lever.lever.split("+"))
 
 
 def _fits(calc: CalculatorInput, row: CardRow) -> Verdict:
+    if row.fit.roomy:
+        return Verdict(True, FieldError(
+            N_("Fits on %(count)s× %(card)s, %(free_bytes)s free per card"),
+            {"count": calc.gpus, "card": row.gpu.name, "free_bytes": row.fit.free_bytes},
+        ), row.fit.free_bytes, recommended=f"card-{row.gpu.slug}")
+    margin = headroom_bytes(row.fit.usable_bytes)
     return Verdict(True, FieldError(
-        N_("Fits on %(count)s× %(card)s, %(free_bytes)s free per card"),
+        N_("Fits tightly on %(count)s× %(card)s: only %(free_bytes)s free per card"),
         {"count": calc.gpus, "card": row.gpu.name, "free_bytes": row.fit.free_bytes},
-    ), row.fit.free_bytes)
+    ), row.fit.free_bytes, tight=True, margin_bytes=margin, recommended=f"card-{row.gpu.slug}")
 
 
 def _verdict(calc: CalculatorInput, rows: tuple[CardRow, ...],
              systems: tuple[SystemRow, ...]) -> Verdict:
+    """The headline, from rows already ranked best first (:func:`storefront_key`)."""
     chosen = next((row for row in rows if row.highlighted), None)
     if chosen is not None and chosen.fit.fits:
         return _fits(calc, chosen)
     fitting = [row for row in rows if row.fit.fits]
     if fitting:
-        best = min(fitting, key=lambda r: (r.fit.usable_bytes, r.gpu.price_eur_net or 0))
+        best = fitting[0]
         if chosen is None:
             return _fits(calc, best)
         return Verdict(False, FieldError(
-            N_("Does not fit on %(card)s; the smallest card that fits is %(other)s"),
+            N_("Does not fit on %(card)s; the best card that fits is %(other)s"),
             {"card": chosen.gpu.name, "other": best.gpu.name},
-        ))
-    sharded = [row for row in rows if row.fit.fewest_cards_zero3]
+        ), recommended=f"card-{best.gpu.slug}")
+    if chosen is not None and chosen.lever is not None:
+        return Verdict(False, FieldError(
+            N_("Does not fit on %(card)s; see below what makes it fit"),
+            {"card": chosen.gpu.name},
+        ), recommended=f"card-{chosen.gpu.slug}")
+    sharded = [row for row in rows
+               if row.fit.fewest_cards_zero3 and row.fit.fewest_cards_zero3 <= LEVER_MAX_CARDS]
     if sharded:
         row = min(sharded, key=lambda r: (r.fit.fewest_cards_zero3 or 0) * r.fit.usable_bytes)
         return Verdict(False, FieldError(
             N_("Does not fit one card; it takes %(count)s× %(card)s with ZeRO-3"),
             {"count": row.fit.fewest_cards_zero3 or 0, "card": row.gpu.name},
-        ))
+        ), recommended=f"card-{row.gpu.slug}")
     fitting_systems = [s for s in systems if s.fit.fits]
     if fitting_systems:
         return Verdict(False, FieldError(
             N_("Does not fit one card; it fits the %(system)s"),
             {"system": fitting_systems[0].system.name},
-        ))
+        ), recommended=f"system-{fitting_systems[0].system.slug}")
+    if chosen is not None:
+        return Verdict(False, FieldError(N_(
+            "Does not fit on %(card)s, and no card or system we sell holds this job as set; "
+            "see the levers in the table."), {"card": chosen.gpu.name}))
     return Verdict(False, FieldError(N_(
         "No card or system we sell holds this job as set; see the levers in the table."
     )))
@@ -303,22 +361,28 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     cheapest: dict[str, Lever] = {}
     for lever in result.levers:
         cheapest.setdefault(lever.gpu, lever)
-    rows = tuple(
+    rows = tuple(sorted((
         CardRow(
             gpu=gpus[fit.gpu], fit=fit, lever=cheapest.get(fit.gpu),
-            lever_label=_lever_label(cheapest[fit.gpu]) if fit.gpu in cheapest else None,
-            lever_speed=_lever_speed(cheapest[fit.gpu]) if fit.gpu in cheapest else None,
+            lever_label=_lever_label(cheapest[fit.gpu]) if fit.gpu in cheapest else (),
+            lever_speed=_lever_speed(cheapest[fit.gpu]) if fit.gpu in cheapest else (),
             warnings=_warnings(fit.warnings),
             quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
             highlighted=fit.gpu == calc.gpu,
         )
         for fit in result.fits if fit.gpu in gpus
-    )
-    systems = tuple(
+    ), key=lambda row: (*row.rank(), row.gpu.name)))
+    systems = tuple(sorted((
         SystemRow(row.system, row, _warnings(row.warnings),
                   quote_url(calc, f"system:{row.system.slug}"))
         for row in sizing.systems
-    )
+    ), key=lambda row: (*row.rank(), row.system.name)))
+    verdict = _verdict(calc, rows, systems)
+    rows = tuple(dataclasses.replace(row, recommended=verdict.recommended == f"card-{row.gpu.slug}")
+                 for row in rows)
+    systems = tuple(
+        dataclasses.replace(row, recommended=verdict.recommended == f"system-{row.system.slug}")
+        for row in systems)
     by_accounting: Mapping[str, int] = result.model_states_by_accounting
     states = sorted(by_accounting.values()) or [result.model_states_bytes]
     assumptions = tuple(FieldError(ASSUMPTION_LABELS[key], values)
@@ -328,7 +392,7 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
         (key, label, int(getattr(result.per_gpu_bytes, key))) for key, label in SEGMENTS
     )
     return ResultView(
-        result=result, model=model, verdict=_verdict(calc, rows, systems), cards=rows,
+        result=result, model=model, verdict=verdict, cards=rows,
         systems=systems, chart=_chart(result, tuple(gpus[r.fit.gpu] for r in rows)),
         legend=legend, states_range=(states[0], states[-1]), warnings=_warnings(result.warnings),
         assumptions=assumptions,
