@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from app.cli import estimate as estimate_command
+from app.cli import serving as serving_command
 from app.config import ENV_PREFIX, Settings
 from tests.test_docs import DOCUMENTED_PATH
 
@@ -88,9 +92,9 @@ def test_every_plain_default_in_the_configuration_table_is_the_code_s() -> None:
     assert not wrong, "docs/configuration.md:\n" + "\n".join(wrong)
 
 
-def _estimate_options() -> list[argparse.Action]:
+def _options(command: Any) -> list[argparse.Action]:
     parser = argparse.ArgumentParser()
-    estimate_command.add_arguments(parser)
+    command.add_arguments(parser)
     return [action for action in parser._actions  # argparse lists them nowhere public
             if action.option_strings and not isinstance(action, argparse._HelpAction)]
 
@@ -101,11 +105,22 @@ def option_rows(text: str) -> dict[str, str]:
             for option in OPTION.findall(cells[0])}
 
 
-def test_every_estimate_option_and_value_is_in_the_cli_table() -> None:
-    """``--attention sdpa`` was accepted and undocumented; every choice is now checked."""
-    rows = option_rows(CLI.read_text(encoding="utf-8"))
+def command_section(text: str, command: str) -> str:
+    """The part of docs/cli.md under the heading ``## `sizer COMMAND` ``, up to the next one."""
+    start = text.index(f"## `sizer {command}`")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end == -1 else text[start:end]
+
+
+@pytest.mark.parametrize(("name", "command"), [("estimate", estimate_command),
+                                               ("serving", serving_command)])
+def test_every_option_and_value_is_in_the_commands_cli_table(name: str, command: Any) -> None:
+    """``--attention sdpa`` was accepted and undocumented; every choice is now checked, for
+    each command in its own section."""
+    rows = option_rows(command_section(CLI.read_text(encoding="utf-8"), name))
     problems: list[str] = []
-    for action in _estimate_options():
+    options = _options(command)
+    for action in options:
         option = max(action.option_strings, key=len)
         row = rows.get(option)
         if row is None:
@@ -113,8 +128,8 @@ def test_every_estimate_option_and_value_is_in_the_cli_table() -> None:
             continue
         problems += [f"{option}: value {choice!r} missing" for choice in action.choices or ()
                      if f"`{choice}`" not in row]
-    documented = set(rows) - {max(a.option_strings, key=len) for a in _estimate_options()}
-    problems += [f"{option} is documented but sizer estimate has no such option"
+    documented = set(rows) - {max(a.option_strings, key=len) for a in options}
+    problems += [f"{option} is documented but sizer {name} has no such option"
                  for option in sorted(documented)]
     assert not problems, "docs/cli.md:\n" + "\n".join(problems)
 

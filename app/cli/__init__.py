@@ -1,4 +1,4 @@
-"""The ``sizer`` command: serve, db, estimate, apikey, user.
+"""The ``sizer`` command: serve, db, estimate, serving, apikey, user.
 
 Each subcommand lives in its own module with an ``add_arguments(parser)`` function and handlers
 that return an exit code. Only the module of the command being run is imported: ``sizer
@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("app.cli.db", "migrate, seed, export and import the database"),
     "estimate": ("app.cli.estimate",
                  "memory per GPU for fine-tuning a model, and the cards it fits"),
+    "serving": ("app.cli.serving",
+                "serving a model: the cards, users at a context, and tokens per second"),
     "apikey": ("app.cli.apikey", "partner API keys: create, list, revoke"),
     "user": ("app.cli.user", "staff users of the /staff desk"),
 }

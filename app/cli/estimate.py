@@ -26,16 +26,14 @@ from app.engine.sharding import SHARDING_IMPLS
 from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
 from app.errors import DomainError
 from app.estimates import inline_config, service
+from app.estimates.memory_size import parse_memory_size
 
 GB = 10**9
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `estimate` command's options."""
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument("--model", metavar="SLUG", help="a model in the catalog")
-    model.add_argument("--model-config", metavar="PATH", type=Path,
-                       help="a Hugging Face config.json file")
+    add_model_arguments(parser)
     parser.add_argument("--method", choices=METHODS, required=True)
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
     parser.add_argument("--accounting", choices=ACCOUNTINGS, default="zero")
@@ -75,10 +73,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="QLoRA's bitsandbytes: current (0.43.2 or later) or 0.41 (0.41 to "
                         "0.43.1, which kept every 4-bit layer's input, as most 2023-2024 "
                         "published QLoRA figures were measured)")
+    add_card_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model SLUG`` or ``--model-config PATH``, one of them required (estimate, serving)."""
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--model", metavar="SLUG", help="a model in the catalog")
+    model.add_argument("--model-config", metavar="PATH", type=Path,
+                       help="a Hugging Face config.json file")
+
+
+def add_card_arguments(parser: argparse.ArgumentParser) -> None:
+    """The cards to hold a job against and the output format (estimate, serving)."""
     parser.add_argument("--gpu", action="append", default=[], metavar="SLUG",
                         help="hold the job against this card (repeatable); default: every card")
+    parser.add_argument("--gpu-memory", metavar="SIZE", default=None,
+                        help="an ad-hoc card of this driver-reported total instead (24GiB, "
+                        "80GB), reported as gpu 'custom'")
     parser.add_argument("--format", choices=("json", "table"), default="table")
-    parser.set_defaults(func=run)
+
+
+def custom_memory(args: argparse.Namespace) -> int | None:
+    """``--gpu-memory`` in bytes, or None (refused naming gpu_memory when unreadable)."""
+    return parse_memory_size(args.gpu_memory) if args.gpu_memory is not None else None
 
 
 def _targets(value: str) -> str | tuple[str, ...]:
@@ -87,7 +106,7 @@ def _targets(value: str) -> str | tuple[str, ...]:
     return value.strip()
 
 
-def _read_config(path: Path) -> dict[str, Any]:
+def read_config(path: Path) -> dict[str, Any]:
     """The config.json at ``path``, held to the bounds the page and the API hold it to
     (:mod:`app.estimates.inline_config`); any problem is a DomainError naming the file."""
     try:
@@ -140,7 +159,7 @@ def load_catalog() -> Catalog:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = _read_config(args.model_config) if args.model_config else None
+    config = read_config(args.model_config) if args.model_config else None
     switches = service.library_switches(
         bnb_version=args.bnb_version, method=args.method,
         sharding_impl=args.sharding_impl, sharding=args.sharding,
@@ -160,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
         bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
     )
     request = service.EstimateRequest(
-        job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu)
+        job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu),
+        gpu_memory_bytes=custom_memory(args),
     )
     # The command's own (empty) answer cache: one estimate per process, nothing to share.
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as

@@ -118,10 +118,19 @@ LLAMA_CPP_COMPUTE_ELEMENTS_PER_TOKEN_HIDDEN: Final = 8
 """Hidden-width fp32 tensors per micro-batch token in llama.cpp's compute graph beside the
 logits (attention scores are chunked by flash attention)."""
 
-DECODE_EFFICIENCY: Final = 0.79
+DECODE_EFFICIENCY: Final = 0.83
 """Fraction of the card's memory bandwidth a decode step achieves, calibrated on published
 single-stream measurements (median of tools/serving/decode_measurements.json, each case's
 error on the "How we calculate" page; tests/engine/test_serving_speed.py)."""
+DECODE_LAYER_OVERHEAD_S: Final = 20e-6
+"""Fixed time per decoder layer and step that no bandwidth buys back: some eight kernels
+(norms, projections, attention, activation) that each take a few microseconds however little
+they read, even replayed from a CUDA graph. An assumption, in the fixed-overhead form
+canirunthisllm documents (https://canirunthisllm.com/methodology/); it is what keeps a small
+model's, or a tensor-parallel MoE's, single-stream speed from growing without limit."""
+TP_ALLREDUCE_S: Final = 10e-6
+"""Latency of one all-reduce of a decode step's hidden state across tensor-parallel GPUs
+(vLLM's custom all-reduce over NVLink or PCIe, two per layer); an assumption."""
 PREFILL_MFU: Final = 0.5
 """Model FLOPs utilisation of a prefill (compute-bound, 2 FLOPs per active parameter and
 token), an assumption: large-batch GEMMs on H100/Blackwell reach 50-70 % of peak."""
@@ -500,28 +509,48 @@ def _card_warnings(job: ServingJob, gpu: ServingGpu, b: _Budget, shape: ModelSha
     return tuple(warnings)
 
 
-def decode_speed(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu
-                 ) -> DecodeSpeed | None:
-    """Tokens per second per request and in total at ``job.concurrency`` requests of
-    ``job.context`` tokens: one step reads the weights the batch touches and each request's KV
-    cache once, on every GPU in parallel."""
-    if not gpu.memory_bandwidth_gbps:
-        return None
+@dataclass(frozen=True, slots=True)
+class DecodeStep:
+    """What one decode step costs on each GPU: bytes read and the fixed time beside them."""
+
+    bytes_read: int
+    fixed_seconds: float
+
+    def seconds(self, bandwidth_gbps: float, efficiency: float = DECODE_EFFICIENCY) -> float:
+        return self.bytes_read / (bandwidth_gbps * 1e9 * efficiency) + self.fixed_seconds
+
+
+def decode_step(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu
+                ) -> DecodeStep:
+    """One step at ``job.concurrency`` requests of ``job.context`` tokens: the weights the batch
+    touches and each request's KV cache once, on every GPU in parallel, plus the per-layer
+    fixed time (and the all-reduces under tensor parallelism)."""
     batch = job.concurrency
     weights = active_weight_bytes(shape, job.weights, job.gpus, batch)
     kv = batch * _request_bytes(layout, job, _batched_tokens(job, gpu))
-    seconds = (weights + kv) / (gpu.memory_bandwidth_gbps * 1e9 * DECODE_EFFICIENCY)
-    per_request = 1 / seconds
-    return DecodeSpeed(per_request=round(per_request, 2), total=round(per_request * batch, 2))
+    fixed = shape.num_layers * (DECODE_LAYER_OVERHEAD_S
+                                + (2 * TP_ALLREDUCE_S if job.gpus > 1 else 0))
+    return DecodeStep(bytes_read=weights + kv, fixed_seconds=fixed)
+
+
+def decode_speed(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu
+                 ) -> DecodeSpeed | None:
+    """Tokens per second per request and in total at ``job.concurrency`` requests."""
+    if not gpu.memory_bandwidth_gbps:
+        return None
+    per_request = 1 / decode_step(shape, layout, job, gpu).seconds(gpu.memory_bandwidth_gbps)
+    return DecodeSpeed(per_request=round(per_request, 2),
+                       total=round(per_request * job.concurrency, 2))
 
 
 def compute_tflops(job: ServingJob, gpu: ServingGpu) -> float | None:
     """The peak the format's matrix multiplies run at on this card: FP4 only on Blackwell, FP8
-    from compute capability 8.9, otherwise 16-bit (weight-only formats dequantise to 16-bit)."""
+    from compute capability 8.9, otherwise 16-bit (weight-only kernels, AWQ/GPTQ/GGUF and FP4
+    through Marlin before Blackwell, dequantise to 16-bit)."""
     cc = parse_compute_capability(gpu.compute_capability)
     if job.weights in ("nvfp4", "mxfp4") and cc >= BLACKWELL_MIN_CC and gpu.fp4_tflops:
         return gpu.fp4_tflops
-    if job.weights in ("fp8", "nvfp4", "mxfp4") and cc >= FP8_MIN_CC and gpu.fp8_tflops:
+    if job.weights == "fp8" and cc >= FP8_MIN_CC and gpu.fp8_tflops:
         return gpu.fp8_tflops
     return gpu.bf16_tflops
 

@@ -81,6 +81,8 @@ class EstimateRequest:
     model_config: Mapping[str, Any] | None = None
     gpu_slugs: tuple[str, ...] = field(default=())
     with_levers: bool = True
+    gpu_memory_bytes: int | None = None
+    """An ad-hoc card of this driver-reported total instead of catalog cards (gpu "custom")."""
 
 
 def gpu_spec(record: GpuRecord) -> GpuSpec:
@@ -93,6 +95,18 @@ def gpu_spec(record: GpuRecord) -> GpuSpec:
         interconnect=record.interconnect,
         unified_memory="unified" in record.memory_type.lower(),
     )
+
+
+CUSTOM_GPU = "custom"
+"""The slug of an ad-hoc card given by its memory (``--gpu-memory 24GiB``)."""
+CUSTOM_COMPUTE_CAPABILITY = "8.9"
+"""What an ad-hoc card is assumed to compute in: FP8 yes, FP4 no (Ada/Hopper-like)."""
+
+
+def custom_gpu_spec(total_bytes: int) -> GpuSpec:
+    """An ad-hoc card of a driver-reported total, reported as gpu "custom"."""
+    return GpuSpec(slug=CUSTOM_GPU, name=CUSTOM_GPU, usable_bytes=total_bytes,
+                   compute_capability=CUSTOM_COMPUTE_CAPABILITY)
 
 
 def resolve_shape(catalog: Catalog, request: EstimateRequest) -> tuple[ModelShape, str | None]:
@@ -195,7 +209,8 @@ def _estimate_uncounted(catalog: Catalog, request: EstimateRequest,
 
 def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
     shape, _ = resolve_shape(catalog, request)
-    gpus = [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)]
+    gpus = ([custom_gpu_spec(request.gpu_memory_bytes)] if request.gpu_memory_bytes is not None
+            else [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)])
     try:
         return engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
     except EngineError as error:
@@ -245,6 +260,8 @@ def sizing(catalog: Catalog, request: EstimateRequest, *, cache: EstimateCache) 
 
 
 def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
+    if request.gpu_memory_bytes is not None:
+        return ()
     shape, _ = resolve_shape(catalog, request)
     gpus = {gpu.slug: gpu for gpu in catalog.gpus}
     rows: list[SystemFit] = []

@@ -9,7 +9,6 @@ itself, so the three give identical numbers for the same input.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,35 +24,19 @@ from app.engine.serving import (
     ServingGpu,
     ServingJob,
     ServingResult,
-    decode_speed,
+    decode_step,
 )
 from app.engine.serving import serving_estimate as engine_serving_estimate
 from app.engine.serving_kv import KvLayout, kv_layout
 from app.errors import InvalidInput
-from app.estimates.service import EstimateCache, engine_invalid, find_model, select_gpus
-
-CUSTOM_GPU = "custom"
-"""The slug of an ad-hoc card given by its memory (``--gpu-memory 24GiB``)."""
-CUSTOM_COMPUTE_CAPABILITY = "8.9"
-"""What an ad-hoc card is assumed to compute in: FP8 yes, FP4 no (Ada/Hopper-like); its speed
-is unknown (no bandwidth), so it has no tokens per second."""
-MIN_GPU_MEMORY = 1 << 30
-MAX_GPU_MEMORY = 1 << 44
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb)?\s*$", re.IGNORECASE)
-_UNITS = {"gib": 1 << 30, "gb": 10**9, "mib": 1 << 20, "mb": 10**6, "tib": 1 << 40,
-          "tb": 10**12, None: 10**9}
-
-
-def parse_memory_size(text: str) -> int:
-    """``24GiB``, ``80GB``, ``96`` (GB) as bytes; refuses anything else naming ``gpu_memory``."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise InvalidInput("expected a size such as 24GiB or 80GB", field="gpu_memory")
-    unit = match.group(2).lower() if match.group(2) else None
-    size = int(float(match.group(1)) * _UNITS[unit])
-    if not MIN_GPU_MEMORY <= size <= MAX_GPU_MEMORY:
-        raise InvalidInput("expected between 1 GiB and 16 TiB", field="gpu_memory")
-    return size
+from app.estimates.service import (
+    CUSTOM_COMPUTE_CAPABILITY,
+    CUSTOM_GPU,
+    EstimateCache,
+    engine_invalid,
+    find_model,
+    select_gpus,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +65,8 @@ def serving_gpu(record: GpuRecord) -> ServingGpu:
 
 
 def custom_gpu(total_bytes: int) -> ServingGpu:
+    """An ad-hoc card (gpu "custom"); its bandwidth is unknown, so it has no tokens per
+    second."""
     return ServingGpu(slug=CUSTOM_GPU, name=CUSTOM_GPU, total_bytes=total_bytes,
                       compute_capability=CUSTOM_COMPUTE_CAPABILITY)
 
@@ -214,14 +199,17 @@ def decode_cases(path: Path = DECODE_MEASUREMENTS) -> tuple[DecodeCase, ...]:
                          runtime=item["runtime"])
         gpu = ServingGpu(item["card"], item["card"], 1 << 40, CUSTOM_COMPUTE_CAPABILITY,
                          memory_bandwidth_gbps=item["bandwidth_gbps"])
-        speed = decode_speed(parse_config(config), kv_layout(config), job, gpu)
-        assert speed is not None
-        predicted = speed.per_request
+        shape, layout = parse_config(config), kv_layout(config)
+        step = decode_step(shape, layout, job, gpu)
+        predicted = 1 / step.seconds(item["bandwidth_gbps"])
+        measured_seconds = 1 / item["tokens_per_s"]
+        implied = step.bytes_read / ((measured_seconds - step.fixed_seconds)
+                                     * item["bandwidth_gbps"] * 1e9)
         cases.append(DecodeCase(
             id=item["id"], source=item["source"], card=item["card"], runtime=item["runtime"],
             model=item["model"], format=item["format"],
-            measured_tokens_per_s=item["tokens_per_s"], predicted_tokens_per_s=predicted,
-            implied_efficiency=DECODE_EFFICIENCY * item["tokens_per_s"] / predicted))
+            measured_tokens_per_s=item["tokens_per_s"],
+            predicted_tokens_per_s=round(predicted, 2), implied_efficiency=implied))
     return tuple(cases)
 
 
