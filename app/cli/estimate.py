@@ -202,7 +202,8 @@ def format_table(result: EstimateResult) -> str:
     b = result.per_gpu_bytes
     lines = [
         f"engine {result.engine_version}  {result.model_type}  "
-        f"params {result.params.total:,}  trainable {result.params.trainable:,}",
+        f"params {result.params.total:,}  trainable {result.params.trainable:,}"
+        + ("  (approximate)" if result.fidelity == "approximate" else ""),
         "",
         "per GPU            GB",
     ]

@@ -5,6 +5,7 @@ Nothing here imports the web, the database, templates or any third-party package
 contracts in pyproject.toml and tests/engine/test_purity.py hold it to that.
 """
 
+from app.engine.approximate import shape_of
 from app.engine.errors import EngineError
 from app.engine.estimate import ENGINE_VERSION, EstimateResult, GpuSpec, Job, estimate
 from app.engine.shapes import ModelShape, parse_config
@@ -18,4 +19,5 @@ __all__ = [
     "ModelShape",
     "estimate",
     "parse_config",
+    "shape_of",
 ]

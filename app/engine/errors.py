@@ -48,6 +48,9 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "config_not_object": "expected a JSON object",
     "config_missing": "missing from the config",
     "model_type_unsupported": "%(value)s is not supported (supported: %(supported)s)",
+    "approximate_missing": "missing from the config: %(value)s is not a model type the engine "
+    "counts exactly, and an approximate estimate needs the standard decoder fields "
+    "(%(needed)s)",
     "positive_or_null": "expected a positive number or null, got %(value)s",
     "true_or_false": "expected true or false, got %(value)s",
     "layer_list_length": "expected a list of at most %(layers)s layer indices",

@@ -119,6 +119,9 @@ PAGED_OPTIMIZER_WARNING = (
     "counted on the GPU here"
 )
 
+Fidelity = Literal["exact", "approximate"]
+"""How the parameters were counted: see :attr:`EstimateResult.fidelity`."""
+
 Assumption = tuple[str, dict[str, str | int]]
 """An assumption's key in :data:`ASSUMPTION_TEXTS` and the values its wording takes."""
 
@@ -260,6 +263,11 @@ class EstimateResult:
     warnings: tuple[str, ...] = field(default=())
     assumption_items: tuple[Assumption, ...] = field(default=())
     """``assumptions`` as keys and values, for pages that translate them (not in the JSON)."""
+    fidelity: Fidelity = "exact"
+    """``exact``: the parameters counted as transformers builds the model; ``approximate``: a
+    model type no builder knows, counted from its standard fields (``approximate.py``)."""
+    approximated_from: tuple[str, ...] = ()
+    """The config fields an approximate count was made from (empty when exact)."""
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready data: the document `sizer estimate --format json` prints."""
@@ -588,6 +596,8 @@ def estimate(
         assumptions=assumptions(shape, job),
         warnings=_job_warnings(shape, job),
         assumption_items=assumption_items(shape, job),
+        fidelity="exact" if shape.approximation is None else "approximate",
+        approximated_from=() if shape.approximation is None else shape.approximation.fields,
     )
 
 
@@ -733,6 +743,9 @@ def _job_warnings(shape: ModelShape, job: Job) -> tuple[str, ...]:
 
 
 ASSUMPTION_TEXTS: dict[str, str] = {
+    "approximate": "approximate: model type '%(model_type)s' is not one the engine counts "
+    "exactly; it is counted as a dense decoder of the Llama layout (separate q/k/v/o "
+    "projections, gated MLP, RMSNorm; experts when the config names them) from %(fields)s",
     "units": "GB = 10^9 bytes; every figure is per GPU",
     "states_zero": "model states by the 'zero' accounting "
     "(2 + 2 + 12 bytes per trained param, ZeRO paper)",
@@ -793,7 +806,11 @@ ASSUMPTION_TEXTS: dict[str, str] = {
 
 def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     """What the figures take for granted, as keys and values a page can translate."""
-    items: list[Assumption] = [
+    items: list[Assumption] = []
+    if shape.approximation is not None:
+        items.append(("approximate", {"model_type": shape.approximation.model_type,
+                                      "fields": ", ".join(shape.approximation.fields)}))
+    items += [
         ("units", {}),
         ("states_zero" if job.accounting == "zero" else "states_hf", {}),
         ("activations", {}),

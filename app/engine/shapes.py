@@ -88,6 +88,16 @@ class ParamSplit:
 
 
 @dataclass(frozen=True, slots=True)
+class Approximation:
+    """Why a shape is approximate, and which config fields it was counted from
+    (``app/engine/approximate.py``): ``model_type`` as the config gave it (cut short),
+    ``fields`` as dotted paths (``text_config.hidden_size`` when read from a nested config)."""
+
+    model_type: str
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ModelShape:
     """Everything the engine needs to know about a model's architecture."""
 
@@ -114,6 +124,8 @@ class ModelShape:
     final_logit_softcap: bool = False
     # Kinds of causal mask the model builds (Gemma 2/3: full and sliding-window).
     mask_kinds: int = 1
+    # Set when the shape is an approximation of a model type no builder knows (approximate.py).
+    approximation: Approximation | None = None
 
     @property
     def total_params(self) -> int:

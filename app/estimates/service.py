@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
-from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, parse_config
+from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, shape_of
 from app.engine import estimate as engine_estimate
 from app.engine.precision import BnbVersion, bnb_saves_inputs
 from app.engine.sharding import ShardingImpl, checked_impl
@@ -120,7 +120,7 @@ def resolve_shape(catalog: Catalog, request: EstimateRequest) -> tuple[ModelShap
     else:
         config = request.model_config or {}
     try:
-        return parse_config(config), request.model_slug
+        return shape_of(config), request.model_slug
     except EngineError as error:
         raise engine_invalid(error, field=f"model_config.{error.field}") from error
 

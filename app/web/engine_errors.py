@@ -55,6 +55,9 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
     "config_missing": N_("%(field)s is missing from the config.json."),
     "model_type_unsupported": N_("The model type %(value)s is not supported (supported: "
                                  "%(supported)s)."),
+    "approximate_missing": N_("%(field)s is missing from the config.json: the model type "
+                              "%(value)s is not one we count exactly, and an approximate "
+                              "estimate needs the standard decoder fields (%(needed)s)."),
     "positive_or_null": N_("%(field)s: expected a positive number or null, got %(value)s."),
     "true_or_false": N_("%(field)s: expected true or false, got %(value)s."),
     "layer_list_length": N_("%(field)s: expected a list of at most %(layers)s layer numbers."),

@@ -60,6 +60,10 @@ LEVER_SPEEDS = {
 """What each lever costs in speed, in the customer's language (the engine's English note is
 what the API and the CLI give, with its sources)."""
 ASSUMPTION_LABELS = {
+    "approximate": N_("approximate: the model type %(model_type)s is not one we count exactly; "
+                      "its parameters are counted as a Llama-style decoder (separate attention "
+                      "projections, gated MLP, RMSNorm; experts when the config names them) "
+                      "from %(fields)s"),
     "units": N_("GB = 10^9 bytes; every figure is per GPU"),
     "states_zero": N_("model states as the ZeRO paper counts them: 2 + 2 + 12 bytes per "
                       "trained parameter"),

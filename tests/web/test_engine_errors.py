@@ -55,7 +55,7 @@ def test_a_quantised_base_with_lora_is_refused_in_german(
     assert "method qlora, not lora" not in response.text
 
 
-def test_an_unsupported_model_type_is_refused_in_german(
+def test_an_unknown_model_type_without_the_standard_fields_is_refused_in_german(
     make_client: Callable[..., TestClient],
 ) -> None:
     response = make_client().post(
@@ -63,8 +63,9 @@ def test_an_unsupported_model_type_is_refused_in_german(
     )
     assert response.status_code == 422
     message = _field_error(response.text, "config")
-    assert message.startswith("Der Modelltyp &#39;foo&#39; wird nicht unterstützt (unterstützt: ")
-    assert "is not supported" not in response.text
+    assert message.startswith("hidden_size fehlt in der config.json: Den Modelltyp "
+                              "&#39;foo&#39; zählen wir nicht exakt")
+    assert "standard decoder fields" not in response.text
 
 
 def test_a_config_field_over_its_bound_is_named_with_german_numbers(

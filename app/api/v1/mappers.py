@@ -58,7 +58,7 @@ def recommendations_out(found: Recommendations,
     result = found.sizing.result
     return schemas.Recommendations(
         engine_version=result.engine_version, model_type=result.model_type,
-        total_bytes_per_gpu=result.per_gpu_bytes.total,
+        fidelity=result.fidelity, total_bytes_per_gpu=result.per_gpu_bytes.total,
         recommendations=[
             schemas.Recommendation(
                 rank=rank, kind=o.kind, slug=o.slug, name=o.name, gpu=o.gpu, cards=o.cards,

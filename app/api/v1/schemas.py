@@ -311,6 +311,13 @@ class Estimate(_Out):
     levers: list[Lever]
     assumptions: list[str]
     warnings: list[str]
+    fidelity: Literal["exact", "approximate"] = Field(
+        description="exact: parameters counted as transformers builds the model type; "
+        "approximate: a model type the engine does not know, counted from its standard "
+        "decoder fields as a Llama-style decoder (the first assumption says so).")
+    approximated_from: list[str] = Field(
+        description="The config fields an approximate count was made from (empty when exact); "
+        "text_config.* when read from a multimodal config's language model.")
 
 
 class Recommendation(_Out):
@@ -341,6 +348,8 @@ class Recommendations(_Out):
 
     engine_version: str = Field(examples=["1.0.0"])
     model_type: str
+    fidelity: Literal["exact", "approximate"] = Field(
+        description="As in an estimate: approximate for a model type the engine does not know.")
     total_bytes_per_gpu: int = Field(description="The job as asked, per GPU.")
     recommendations: list[Recommendation]
 
