@@ -57,6 +57,12 @@ class LinearSpec:
     copies: int = 1
     active_copies: int = 1
     bias: bool = False
+    # What PEFT's "all-linear" builds for this kind under transformers 5 (tools/model_counts.py):
+    # ``lora_target`` False where it adapts none (a router that became a parameter, a shared
+    # expert whose leaf names PEFT remaps onto the fused experts), ``lora_rank_factor`` 2 for a
+    # fused gate_up expert tensor, which PEFT adapts per expert at rank 2r.
+    lora_target: bool = True
+    lora_rank_factor: int = 1
 
     @property
     def weight_params(self) -> int:
@@ -126,6 +132,9 @@ class ModelShape:
     mask_kinds: int = 1
     # Set when the shape is an approximation of a model type no builder knows (approximate.py).
     approximation: Approximation | None = None
+    # A multimodal checkpoint's vision/audio tower and projector: loaded beside the language
+    # model, frozen, never adapted (app/engine/arch_multimodal.py); not in ``split``.
+    tower_params: int = 0
 
     @property
     def total_params(self) -> int:
@@ -171,6 +180,9 @@ class ModelShape:
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3",
     "mixtral", "gpt2",
+    # arch_dense.py, arch_hybrid.py, arch_multimodal.py (registered at the end of this module)
+    "olmo2", "gemma", "phi", "falcon", "gpt_neox", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+    "nemotron_h", "gemma3", "mistral3",
 )
 
 
@@ -208,6 +220,14 @@ MAX_EXPERTS: Final = 4096
 """Experts per MoE layer. Largest released: 512 (Qwen3-Next); Kimi K2: 384."""
 MAX_POSITIONS: Final = 2**27
 """Context positions (134M). Largest released: 10,485,760 (Llama 4 Scout)."""
+MAX_CONV_KERNEL: Final = 64
+"""Depthwise convolution width of Mamba-2 and Gated DeltaNet layers. Released: 4."""
+MAX_STATE_SIZE: Final = 4096
+"""Mamba-2 state per head (``ssm_state_size``). Released: 128 (Nemotron-H)."""
+MAX_IMAGE_SIZE: Final = 16_384
+"""Vision tower image side and patch, in pixels. Released: 1540 (Pixtral), patches 14-16."""
+MAX_SMALL_FACTOR: Final = 64
+"""Small integer factors: channels, merge sizes, temporal patches, norms per parallel block."""
 
 FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS,
@@ -221,6 +241,22 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "num_experts_per_tok": MAX_EXPERTS,
     "decoder_sparse_step": MAX_LAYERS,
     "max_position_embeddings": MAX_POSITIONS, "n_positions": MAX_POSITIONS,
+    # Hybrid, multimodal and older dense models (arch_hybrid.py, arch_multimodal.py,
+    # arch_dense.py).
+    "full_attention_interval": MAX_LAYERS, "linear_num_key_heads": MAX_HEADS,
+    "linear_num_value_heads": MAX_HEADS, "linear_key_head_dim": MAX_HEAD_DIM,
+    "linear_value_head_dim": MAX_HEAD_DIM, "linear_conv_kernel_dim": MAX_CONV_KERNEL,
+    "shared_expert_intermediate_size": MAX_INTERMEDIATE_SIZE,
+    "mamba_num_heads": MAX_HEADS, "mamba_head_dim": MAX_HEAD_DIM, "n_groups": MAX_HEADS,
+    "ssm_state_size": MAX_STATE_SIZE, "conv_kernel": MAX_CONV_KERNEL,
+    "n_routed_experts": MAX_EXPERTS, "moe_shared_expert_intermediate_size": MAX_INTERMEDIATE_SIZE,
+    "moe_latent_size": MAX_HIDDEN_SIZE, "num_kv_heads": MAX_HEADS,
+    "ffn_hidden_size": MAX_INTERMEDIATE_SIZE, "num_ln_in_parallel_attn": MAX_SMALL_FACTOR,
+    "depth": MAX_LAYERS, "num_position_embeddings": MAX_POSITIONS,
+    "out_hidden_size": MAX_HIDDEN_SIZE, "patch_size": MAX_IMAGE_SIZE,
+    "image_size": MAX_IMAGE_SIZE, "num_channels": MAX_SMALL_FACTOR,
+    "in_channels": MAX_SMALL_FACTOR, "spatial_merge_size": MAX_SMALL_FACTOR,
+    "temporal_patch_size": MAX_SMALL_FACTOR,
 }
 """Upper bound of every integer architecture field the engine reads.
 
@@ -606,3 +642,15 @@ _BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
     "mixtral": _mixtral,
     "gpt2": _gpt2,
 }
+
+
+# Builders in their own modules (they import this one, so they register last).
+from app.engine import arch_dense, arch_hybrid, arch_multimodal  # noqa: E402
+
+_BUILDERS.update({
+    "olmo2": arch_dense.olmo2, "gemma": arch_dense.gemma, "phi": arch_dense.phi,
+    "falcon": arch_dense.falcon, "gpt_neox": arch_dense.gpt_neox,
+    "qwen3_next": arch_hybrid.qwen3_next, "nemotron_h": arch_hybrid.nemotron_h,
+    "qwen3_5": arch_multimodal.qwen3_5, "qwen3_5_moe": arch_multimodal.qwen3_5_moe,
+    "gemma3": arch_multimodal.gemma3, "mistral3": arch_multimodal.mistral3,
+})

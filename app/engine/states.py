@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 from typing import Literal
 
 from app.engine.errors import EngineError
@@ -110,6 +112,11 @@ PARAM_DTYPE_STATE_OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "sgd", "adafacto
 PURE_BF16_WEIGHT_GRAD_BYTES = (2, 2)
 
 
+# A multimodal checkpoint's vision/audio tower stays frozen in bf16 whatever the method (the
+# language model is what is trained; transformers loads the tower beside it): weights only, no
+# gradient, no optimizer state (ModelShape.tower_params).
+TOWER_WEIGHT_BYTES = BF16_BYTES
+
 # The output projection's module name in transformers, PEFT, LitGPT and torchtune. PEFT's
 # "all-linear" never adapts it, but a target list may name it (PEFT), LitGPT has ``lora_head``
 # and torchtune ``apply_lora_to_output``: an adapter of r * (hidden + vocab) params.
@@ -161,7 +168,8 @@ def lora_target_specs(shape: ModelShape, targets: str | Sequence[str]) -> tuple[
     """
     if isinstance(targets, str) and targets in LORA_TARGET_PRESETS:
         if targets == "all-linear":
-            chosen = shape.linears
+            # itertools/operator: no Python-level step per kind (test_config_bounds counts them)
+            chosen = tuple(compress(shape.linears, map(attrgetter("lora_target"), shape.linears)))
         elif targets == "attention":
             chosen = tuple(s for s in shape.linears if s.role in ATTENTION_ROLES)
         elif targets == "mlp":
@@ -198,7 +206,7 @@ def lora_trainable_params(shape: ModelShape, lora: LoraSetup) -> int:
     if lora.rank <= 0:
         raise StatesError("lora_rank", "at_least_one")
     return sum(
-        lora.rank * (spec.in_features + spec.out_features) * spec.instances
+        lora.rank * spec.lora_rank_factor * (spec.in_features + spec.out_features) * spec.instances
         for spec in lora_target_specs(shape, lora.targets)
     )
 
@@ -286,7 +294,7 @@ def single_gpu_states(
             master = 0
             moments = _in_param_dtype(optimizer, moments, DTYPE_BYTES["bf16"])
         return ModelStates(
-            weights_bytes=weight_b * total,
+            weights_bytes=weight_b * total + TOWER_WEIGHT_BYTES * shape.tower_params,
             gradients_bytes=grad_b * total,
             optimizer_bytes=master + moments,
             trainable_params=total,
@@ -302,7 +310,7 @@ def single_gpu_states(
         weights_bytes=base_weight_bytes(
             shape, method, quant,
             KBIT_PREPARED_BYTES if kbit_prepare and method == "qlora" else precision.base_bytes,
-        ),
+        ) + TOWER_WEIGHT_BYTES * shape.tower_params,
         gradients_bytes=0,
         optimizer_bytes=0,
         trainable_params=trainable,

@@ -22,6 +22,46 @@ FIELDS["qwen3_moe"] = (*_COMMON, "num_experts", "num_experts_per_tok", "moe_inte
                        "decoder_sparse_step")
 FIELDS["mixtral"] = (*_COMMON, "num_local_experts", "num_experts_per_tok")
 FIELDS["gpt2"] = ("n_layer", "n_embd", "n_inner", "vocab_size", "n_head", "n_positions")
+# Hybrid, multimodal and older dense models (app/engine/arch_*.py).
+_DELTA_NET = ("full_attention_interval", "linear_num_key_heads", "linear_num_value_heads",
+              "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
+_QWEN_MOE = ("num_experts", "num_experts_per_tok", "moe_intermediate_size",
+             "shared_expert_intermediate_size")
+FIELDS["qwen3_next"] = (*_COMMON, *_DELTA_NET, *_QWEN_MOE, "decoder_sparse_step")
+FIELDS["qwen3_5"] = (*_COMMON, *_DELTA_NET)
+FIELDS["qwen3_5_moe"] = (*tuple(f for f in _COMMON if f != "intermediate_size"), *_DELTA_NET,
+                         *_QWEN_MOE)
+FIELDS["nemotron_h"] = (
+    *tuple(f for f in _COMMON if f != "num_hidden_layers"), "mamba_num_heads", "mamba_head_dim",
+    "ssm_state_size", "n_groups", "conv_kernel", "n_routed_experts", "num_experts_per_tok",
+    "moe_intermediate_size", "moe_shared_expert_intermediate_size", "moe_latent_size",
+)
+FIELDS["falcon"] = ("num_hidden_layers", "hidden_size", "vocab_size", "num_attention_heads",
+                    "num_kv_heads", "ffn_hidden_size", "num_ln_in_parallel_attn",
+                    "max_position_embeddings")
+FIELDS["gpt_neox"] = ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size",
+                      "num_attention_heads", "max_position_embeddings")
+# Multimodal checkpoints: the text model's fields go in text_config, the tower's in
+# vision_config, the rest at the top (see config_at).
+VISION_FIELDS: dict[str, tuple[str, ...]] = {
+    "gemma3": ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size",
+               "image_size", "num_channels"),
+    "mistral3": ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size",
+                 "num_channels"),
+    "qwen3_5": ("depth", "hidden_size", "intermediate_size", "patch_size", "in_channels",
+                "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
+                "num_position_embeddings"),
+}
+VISION_FIELDS["qwen3_5_moe"] = VISION_FIELDS["qwen3_5"]
+TOP_FIELDS: dict[str, tuple[str, ...]] = {"mistral3": ("spatial_merge_size",)}
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {
+    "gemma3": _COMMON, "mistral3": _COMMON, "qwen3_5": FIELDS["qwen3_5"],
+    "qwen3_5_moe": FIELDS["qwen3_5_moe"],
+}
+for _nested, _text in TEXT_FIELDS.items():
+    FIELDS[_nested] = tuple(dict.fromkeys(
+        (*_text, *VISION_FIELDS[_nested], *TOP_FIELDS.get(_nested, ()))
+    ))
 
 # The smallest value each field may take in a config that parses (positions must hold the job).
 SMALLEST: dict[str, int] = {name: 1 for name in FIELD_BOUNDS}
@@ -35,6 +75,14 @@ ORDINARY: dict[str, int] = dict(
     n_head=32, num_key_value_heads=4, head_dim=128, num_experts=128, num_local_experts=128,
     num_experts_per_tok=8, decoder_sparse_step=1, max_position_embeddings=40_960,
     n_positions=40_960,
+    full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=32,
+    linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4,
+    shared_expert_intermediate_size=512, mamba_num_heads=128, mamba_head_dim=64, n_groups=8,
+    ssm_state_size=128, conv_kernel=4, n_routed_experts=128,
+    moe_shared_expert_intermediate_size=3712, moe_latent_size=1024, num_kv_heads=8,
+    ffn_hidden_size=8192, num_ln_in_parallel_attn=2, depth=27, num_position_embeddings=2304,
+    out_hidden_size=2048, patch_size=16, image_size=896, num_channels=3, in_channels=3,
+    spatial_merge_size=2, temporal_patch_size=2,
 )
 
 
@@ -42,22 +90,53 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
     """A config of ``model_type`` with each of its fields at ``values[field]``.
 
     Kept consistent where the builders demand it: key/value heads divide the heads (the heads
-    are raised to a multiple), GPT-2's width is a multiple of its heads, experts per token are
-    at most the experts, and layer 0 of a Qwen3-MoE is listed as dense (``mlp_only_layers``)."""
+    are raised to a multiple), GPT-2's, Falcon's and GPT-NeoX's width is a multiple of its
+    heads, experts per token are at most the experts, layer 0 of a Qwen3-MoE (and Qwen3-Next)
+    is listed as dense (``mlp_only_layers``), Nemotron-H has one block of each kind, and a
+    multimodal checkpoint's fields sit in ``text_config``/``vision_config``."""
+    vision_fields = VISION_FIELDS.get(model_type, ())
+    top_fields = TOP_FIELDS.get(model_type, ())
+    nested = bool(vision_fields)
     config: dict[str, Any] = {"model_type": model_type}
-    for name in FIELDS[model_type]:
+    text: dict[str, Any] = {} if nested else config
+    for name in TEXT_FIELDS.get(model_type, FIELDS[model_type]):
+        text[name] = values[name]
+    for name in top_fields:
         config[name] = values[name]
-    if "num_key_value_heads" in config:
-        kv = config["num_key_value_heads"]
-        config["num_attention_heads"] = kv * max(1, config["num_attention_heads"] // kv)
+    if nested:
+        config["text_config"] = text
+        config["vision_config"] = {name: values[name] for name in vision_fields}
+        if model_type == "gemma3":
+            config["vision_config"]["vision_use_head"] = False
+    for heads_field, kv_field in (("num_attention_heads", "num_key_value_heads"),
+                                  ("num_attention_heads", "num_kv_heads")):
+        if kv_field in text:
+            kv = text[kv_field]
+            text[heads_field] = kv * max(1, text[heads_field] // kv)
     if model_type == "gpt2":
         config["n_embd"] = config["n_head"] * max(1, config["n_embd"] // config["n_head"])
-    experts = config.get("num_experts", config.get("num_local_experts"))
+    if model_type in ("falcon", "gpt_neox"):
+        heads = config["num_attention_heads"]
+        config["hidden_size"] = heads * max(1, config["hidden_size"] // heads)
+    if model_type == "falcon":
+        config["new_decoder_architecture"] = True
+    experts = text.get("num_experts", text.get("num_local_experts", text.get("n_routed_experts")))
     if experts is not None:
-        config["num_experts_per_tok"] = min(config["num_experts_per_tok"], experts)
-    if model_type == "qwen3_moe":
+        text["num_experts_per_tok"] = min(text["num_experts_per_tok"], experts)
+    if model_type in ("qwen3_moe", "qwen3_next"):
         config["mlp_only_layers"] = [0]
+    if model_type == "nemotron_h":
+        config["hybrid_override_pattern"] = "M*-E"
     return config
+
+
+def set_field(config: dict[str, Any], field: str, value: int) -> None:
+    """Set ``field`` where :func:`config_at` put it (the text model's first)."""
+    for part in (config.get("text_config"), config, config.get("vision_config")):
+        if isinstance(part, dict) and field in part:
+            part[field] = value
+            return
+    raise KeyError(field)
 
 
 def at_bounds(model_type: str) -> dict[str, Any]:

@@ -33,12 +33,14 @@ from tests.engine.bounded_configs import (
     at_bounds,
     config_at,
     one_at_bound,
+    set_field,
 )
 
 ENGINE_DIR = "/app/engine/"
-BRANCH_ALLOWANCE = 200
+BRANCH_ALLOWANCE = 300
 """Line events one field's value may change by taking other branches (fits or not, a dense
-layer present or not); far below the 976 or more a loop over any bounded field would add."""
+layer present or not, Qwen3-Next's seven kinds of mixture-of-experts linear present or not);
+far below the 976 or more a loop over any bounded field would add."""
 WORK_BUDGET = 20_000
 """Line events an estimate at any values within the bounds may take, cards and levers included
 (the slowest measured at the bounds takes about 5,000)."""
@@ -98,7 +100,7 @@ def test_one_above_the_bound_is_refused_and_the_bound_itself_accepted(
 ) -> None:
     config = one_at_bound(model_type, field)
     parse_config(config)
-    config[field] = FIELD_BOUNDS[field] + 1
+    set_field(config, field, FIELD_BOUNDS[field] + 1)
     if field == "n_embd":
         config["n_embd"] = config["n_head"] * (FIELD_BOUNDS["n_embd"] // config["n_head"] + 1)
     with pytest.raises(EngineError) as caught:

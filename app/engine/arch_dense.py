@@ -1,0 +1,175 @@
+"""Builders of the older and plainer dense decoders: OLMo 2, Gemma (1), Phi (1, 1.5, 2), Falcon
+and GPT-NeoX (Pythia).
+
+Each mirrors the module tree transformers 5 builds for its ``model_type`` (``modeling_olmo2``,
+``modeling_gemma``, ``modeling_phi``, ``modeling_falcon``, ``modeling_gpt_neox``), and a field
+the config leaves out takes the default of that model's config class (``Olmo2Config``,
+``GemmaConfig``, ...), as ``AutoConfig`` would; the totals are held to transformers on the meta
+device by ``tests/engine/test_hf_configs.py`` (``tools/model_counts.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from app.engine.shapes import (
+    LinearSpec,
+    ModelShape,
+    ShapeError,
+    _assemble,
+    _Attention,
+    _attention_dims,
+    _Config,
+    _gated_mlp,
+    _separate_attention,
+)
+
+# Config-class defaults where a released config may leave the field out (transformers 5.24).
+GEMMA_HEAD_DIM: Final = 256
+"""``GemmaConfig.head_dim``: 256 for every Gemma, even where hidden / heads differs (7B: 192)."""
+GEMMA_KV_HEADS: Final = 16
+"""``GemmaConfig.num_key_value_heads``: 16 (Gemma 7B's multi-head attention)."""
+FALCON_FFN_FACTOR: Final = 4
+"""``FalconConfig.ffn_hidden_size`` defaults to 4 x hidden."""
+NEOX_FFN_FACTOR: Final = 4
+"""Pythia and GPT-NeoX-20B: intermediate = 4 x hidden (``GPTNeoXConfig`` default 24576)."""
+
+
+def olmo2(cfg: _Config) -> ModelShape:
+    """OLMo 2: Llama's linears without biases (``attention_bias`` on q/k/v/o); norms after the
+    attention and the MLP (two per layer) and RMSNorms on the full q and k widths."""
+    att = _attention_dims(cfg)
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    bias = cfg.flag("attention_bias", False)
+    linears = _separate_attention(att, layers, qkv_bias=bias, o_bias=bias)
+    linears += _gated_mlp(att.hidden, intermediate, layers)
+    qk_norm = layers * (att.heads + att.kv_heads) * att.head_dim
+    return _assemble(
+        cfg, model_type="olmo2", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=(2 * layers + 1) * att.hidden + qk_norm, norms_per_layer=2,
+        qk_norm=True, tied=cfg.flag("tie_word_embeddings", False),
+    )
+
+
+def gemma(cfg: _Config) -> ModelShape:
+    """Gemma 1: two RMSNorms per layer, GeGLU MLP, head_dim 256 and embeddings tied by default."""
+    hidden = cfg.integer("hidden_size")
+    heads = cfg.integer("num_attention_heads")
+    kv_heads = cfg.integer("num_key_value_heads", default=GEMMA_KV_HEADS)
+    if heads % kv_heads:
+        raise ShapeError("num_key_value_heads", "kv_heads_divide")
+    att = _Attention(hidden, heads, kv_heads, cfg.integer("head_dim", default=GEMMA_HEAD_DIM))
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    bias = cfg.flag("attention_bias", False)
+    linears = _separate_attention(att, layers, qkv_bias=bias, o_bias=bias)
+    linears += _gated_mlp(hidden, intermediate, layers)
+    return _assemble(
+        cfg, model_type="gemma", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=(2 * layers + 1) * hidden, norms_per_layer=2,
+        tied=cfg.flag("tie_word_embeddings", True), mask_kinds=1,
+    )
+
+
+def phi(cfg: _Config) -> ModelShape:
+    """Phi 1, 1.5 and 2: attention and MLP side by side after one LayerNorm per layer; q/k/v and
+    ``dense`` with biases, a plain GELU MLP (fc1, fc2) with biases, lm_head with a bias;
+    optional LayerNorms on q and k per head (``qk_layernorm``)."""
+    att = _attention_dims(cfg)
+    layers = cfg.integer("num_hidden_layers")
+    intermediate = cfg.integer("intermediate_size")
+    q_width = att.heads * att.head_dim
+    kv_width = att.kv_heads * att.head_dim
+    linears = [
+        LinearSpec("q_proj", "q", att.hidden, q_width, layers, bias=True),
+        LinearSpec("k_proj", "k", att.hidden, kv_width, layers, bias=True),
+        LinearSpec("v_proj", "v", att.hidden, kv_width, layers, bias=True),
+        LinearSpec("dense", "o", q_width, att.hidden, layers, bias=True),
+        LinearSpec("fc1", "fc", att.hidden, intermediate, layers, bias=True),
+        LinearSpec("fc2", "fc_out", intermediate, att.hidden, layers, bias=True),
+    ]
+    qk_norm = cfg.flag("qk_layernorm", False)
+    norms = (layers + 1) * 2 * att.hidden
+    if qk_norm:
+        norms += layers * 2 * 2 * (att.hidden // att.heads)
+    shape = _assemble(
+        cfg, model_type="phi", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=norms, norms_per_layer=1, qk_norm=qk_norm,
+        tied=cfg.flag("tie_word_embeddings", False), gated_mlp=False,
+    )
+    return _with_lm_head_bias(shape)
+
+
+def _with_lm_head_bias(shape: ModelShape) -> ModelShape:
+    """Phi's lm_head carries a bias (``nn.Linear(hidden, vocab, bias=True)``): vocabulary-many
+    parameters in ``other``."""
+    from dataclasses import replace
+
+    split = replace(shape.split, other=shape.split.other + shape.vocab_size)
+    return replace(shape, split=split)
+
+
+def falcon(cfg: _Config) -> ModelShape:
+    """Falcon: fused ``query_key_value``; the original layout shares one key/value head
+    (``multi_query``), the new decoder architecture (40B, 180B, 11B) has ``num_kv_heads``;
+    a plain GELU MLP of ``ffn_hidden_size`` (4 x hidden); LayerNorms with bias: two per layer
+    unless attention and MLP run in parallel after one (``parallel_attn``; the new
+    architecture uses two there unless ``num_ln_in_parallel_attn`` is 1); lm_head tied."""
+    hidden = cfg.integer("hidden_size")
+    heads = cfg.integer("num_attention_heads")
+    layers = cfg.integer("num_hidden_layers")
+    if hidden % heads:
+        raise ShapeError("head_dim", "head_dim_indivisible")
+    head_dim = hidden // heads
+    new_arch = cfg.flag("new_decoder_architecture", False)
+    multi_query = cfg.flag("multi_query", True)
+    kv_config = cfg.integer("num_kv_heads", default=heads)
+    kv_heads = kv_config if new_arch or not multi_query else 1
+    if heads % kv_heads:
+        raise ShapeError("num_kv_heads", "kv_heads_divide")
+    ffn = cfg.integer("ffn_hidden_size", default=FALCON_FFN_FACTOR * hidden)
+    bias = cfg.flag("bias", False)
+    att = _Attention(hidden, heads, kv_heads, head_dim)
+    qkv_out = (heads + 2 * kv_heads) * head_dim if new_arch else (
+        hidden + 2 * head_dim if multi_query else 3 * hidden
+    )
+    linears = [
+        LinearSpec("query_key_value", "qkv", hidden, qkv_out, layers, bias=bias),
+        LinearSpec("dense", "attn_out", hidden, hidden, layers, bias=bias),
+        LinearSpec("dense_h_to_4h", "fc", hidden, ffn, layers, bias=bias),
+        LinearSpec("dense_4h_to_h", "fc_out", ffn, hidden, layers, bias=bias),
+    ]
+    parallel = cfg.flag("parallel_attn", True)
+    ln_in_parallel = cfg.integer("num_ln_in_parallel_attn", default=2 if new_arch else 1)
+    norms_per_layer = 2 if not parallel or ln_in_parallel == 2 else 1
+    return _assemble(
+        cfg, model_type="falcon", att=att, intermediate=ffn, layers=layers, linears=linears,
+        norm_params=(norms_per_layer * layers + 1) * 2 * hidden, norms_per_layer=norms_per_layer,
+        tied=cfg.flag("tie_word_embeddings", True), gated_mlp=False,
+    )
+
+
+def gpt_neox(cfg: _Config) -> ModelShape:
+    """GPT-NeoX and Pythia: fused ``query_key_value`` and ``dense`` (biases: ``attention_bias``,
+    default on), a plain GELU MLP with biases, two LayerNorms per layer with bias, separate
+    embed_in and lm_head."""
+    hidden = cfg.integer("hidden_size")
+    heads = cfg.integer("num_attention_heads")
+    layers = cfg.integer("num_hidden_layers")
+    if hidden % heads:
+        raise ShapeError("head_dim", "head_dim_indivisible")
+    intermediate = cfg.integer("intermediate_size", default=NEOX_FFN_FACTOR * hidden)
+    bias = cfg.flag("attention_bias", True)
+    att = _Attention(hidden, heads, heads, hidden // heads)
+    linears = [
+        LinearSpec("query_key_value", "qkv", hidden, 3 * hidden, layers, bias=bias),
+        LinearSpec("dense", "attn_out", hidden, hidden, layers, bias=bias),
+        LinearSpec("dense_h_to_4h", "fc", hidden, intermediate, layers, bias=True),
+        LinearSpec("dense_4h_to_h", "fc_out", intermediate, hidden, layers, bias=True),
+    ]
+    return _assemble(
+        cfg, model_type="gpt_neox", att=att, intermediate=intermediate, layers=layers,
+        linears=linears, norm_params=(2 * layers + 1) * 2 * hidden, norms_per_layer=2,
+        tied=cfg.flag("tie_word_embeddings", False), gated_mlp=False,
+    )
