@@ -67,8 +67,10 @@ def _qwen_layer_kinds(cfg: _Config, layers: int) -> int:
         raise ShapeError("layer_types", "layer_types_length", layers=layers)
     full = types.count("full_attention")
     if full + types.count("linear_attention") != layers:
-        raise ShapeError("layer_types", "layer_types_unknown",
-                         known="linear_attention, full_attention")
+        known = ("linear_attention", "full_attention")
+        raise ShapeError("layer_types", "layer_type_unknown",
+                         value=repr(next(t for t in types if t not in known)),
+                         kinds=", ".join(known))
     return full
 
 
@@ -224,7 +226,10 @@ def _nemotron_blocks(cfg: _Config) -> dict[str, int]:
         raise ShapeError(field, "layer_list_length", layers=MAX_LAYERS)
     count = {kind: sum(items.count(n) for n in spelled) for kind, spelled in names.items()}
     if sum(count.values()) != len(items):
-        raise ShapeError(field, "layer_types_unknown", known="M * - E")
+        known = [n for spelled in names.values() for n in spelled]
+        raise ShapeError(field, "layer_type_unknown",
+                         value=repr(next(i for i in items if i not in known)),
+                         kinds=", ".join(known))
     return count
 
 

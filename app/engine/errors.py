@@ -55,8 +55,6 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "true_or_false": "expected true or false, got %(value)s",
     "layer_list_length": "expected a list of at most %(layers)s layer indices",
     "layer_indices": "expected distinct layer indices from 0 to %(last)s",
-    "layer_types_length": "expected one layer kind for each of the %(layers)s layers",
-    "layer_types_unknown": "expected layer kinds from: %(known)s",
     "positive_integer": "expected a positive integer, got %(value)s",
     "above_bound": "at most %(bound)s is supported, got %(value)s",
     "too_many_active_experts": "%(active)s is more than the %(experts)s experts "

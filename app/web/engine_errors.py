@@ -62,9 +62,6 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
     "true_or_false": N_("%(field)s: expected true or false, got %(value)s."),
     "layer_list_length": N_("%(field)s: expected a list of at most %(layers)s layer numbers."),
     "layer_indices": N_("%(field)s: expected distinct layer numbers from 0 to %(last)s."),
-    "layer_types_length": N_("%(field)s: expected one layer kind for each of the %(layers)s "
-                             "layers."),
-    "layer_types_unknown": N_("%(field)s: expected layer kinds from: %(known)s."),
     "positive_integer": N_("%(field)s: expected a positive whole number, got %(value)s."),
     "above_bound": N_("%(field)s: at most %(bound)s is supported, got %(value)s."),
     "too_many_active_experts": N_("%(field)s: %(active)s is more than the %(experts)s experts "

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.engine.errors import EngineError
 from app.engine.shapes import parse_config
 from app.engine.states import LoraSetup, lora_trainable_params
 
@@ -60,3 +61,26 @@ def test_the_4bit_split_holds_the_decoder_linears_experts_and_routers(slug: str)
     shape = parse_config(_config(slug))
     entry = EXPECTED[slug]
     assert shape.split.linear == entry["linear"] + entry["expert_tensors"] + entry["routers"]
+
+
+def test_a_layer_types_list_of_the_wrong_length_is_refused_naming_the_field() -> None:
+    config = _config("qwen3-next-80b-a3b-instruct") | {"layer_types": ["full_attention"] * 3}
+    with pytest.raises(EngineError) as caught:
+        parse_config(config)
+    assert caught.value.field == "layer_types"
+
+
+def test_an_unknown_block_in_a_nemotron_pattern_is_refused_naming_it() -> None:
+    config = _config("nvidia-nemotron-nano-9b-v2") | {"hybrid_override_pattern": "M*-X"}
+    with pytest.raises(EngineError) as caught:
+        parse_config(config)
+    assert caught.value.field == "hybrid_override_pattern"
+    assert "'X'" in caught.value.reason
+
+
+def test_a_nemotron_without_out_proj_adapters_is_what_peft_allows() -> None:
+    """PEFT refuses LoRA on a Mamba block's out_proj; the engine's all-linear leaves it out."""
+    shape = parse_config(_config("nvidia-nemotron-nano-9b-v2"))
+    adapted = {spec.name for spec in shape.linears if spec.lora_target}
+    assert "out_proj" not in adapted
+    assert {"in_proj", "q_proj", "up_proj", "down_proj"} <= adapted
