@@ -13,7 +13,7 @@ LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet \
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint types contracts pytest bench accuracy load faults probe clean lock
+.PHONY: run test install lint types contracts pytest bench accuracy load faults probe clean lock image
 
 # The locked versions first (every one hash-checked), then the project itself without
 # resolving anything again; `pip check` fails when pyproject.toml asks for what the lock
@@ -48,6 +48,11 @@ contracts: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
+
+## Build the service image localhost/gpu-sizer:latest: docker where a daemon answers, otherwise
+## buildah on a Debian base made with debootstrap (root; tools/image.py, docs/operations.md)
+image:
+	$(PYTHON) -m tools.image
 
 bench: $(STAMP)
 	$(BIN)/pytest benchmarks -q --benchmark-only
