@@ -59,6 +59,19 @@ TARGET_LABELS: Final = {
 ATTENTION_LABELS: Final = {
     "flash": N_("FlashAttention / SDPA"), "eager": N_("Eager (quadratic)"),
 }
+METHOD_CHOICES: Final = {
+    "full": N_("Full fine-tune (16-bit weights)"),
+    "lora": N_("LoRA (16-bit base)"),
+    "qlora": N_("QLoRA (4-bit NF4 base, double quantisation)"),
+    "qlora:nf4": N_("QLoRA (4-bit NF4 base, no double quantisation)"),
+}
+"""Method and base weights as one choice (issue 18, point 5): a 4-bit base goes with QLoRA
+only, so the page offers no combination the engine refuses. ``method:quant`` where the quant
+is not the method's own (QLoRA's is NF4 with double quantisation, the engine's default)."""
+ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "gpus",
+                          "sharding", "impl", "offload", "gpu")
+"""The controls in the calculator's "Advanced" section, which opens when one of them is set
+(a shared link with several GPUs or a sharding) or has an error (issue 18, point 4)."""
 QUANT_LABELS: Final = {
     "": N_("bf16 (as released)"), "nf4-dq": N_("4-bit NF4, double quantisation"),
     "nf4": N_("4-bit NF4"),
@@ -143,6 +156,19 @@ class CalculatorInput:
     def is_custom(self) -> bool:
         return self.model == CUSTOM_MODEL
 
+    @property
+    def method_choice(self) -> str:
+        """The one control's value for the method and the base weights (``METHOD_CHOICES``)."""
+        if self.method == "qlora" and self.quant and self.quant != "nf4-dq":
+            return f"qlora:{self.quant}"
+        return self.method
+
+    @property
+    def advanced_set(self) -> bool:
+        """Whether any "Advanced" control differs from its default."""
+        default = CalculatorInput()
+        return any(getattr(self, name) != getattr(default, name) for name in ADVANCED_FIELDS)
+
     def query(self) -> dict[str, str]:
         """The shareable parameters (never the pasted config, which does not fit a URL)."""
         values: dict[str, str] = {
@@ -211,6 +237,9 @@ class CalculatorInput:
 def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     """Read the calculator's fields; an absent field takes its default."""
     errors = FieldErrors()
+    method, _, quant = data.get("method", "").partition(":")
+    if quant:  # the page's one choice for method and base weights, "qlora:nf4"
+        data = {**data, "method": method, "quant": quant}
     slug = data.get("model", "").strip() or DEFAULT_MODEL
     if len(slug) > 100:
         errors.add("model", N_("No such model in our catalog."))

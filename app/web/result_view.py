@@ -246,6 +246,10 @@ class ResultView:
     chart: Chart
     legend: tuple[tuple[str, str, int], ...]
     states_range: tuple[int, int]
+    """Model states held by one GPU without sharding (the two accountings), which with
+    sharding is the sum over every GPU."""
+    states_sharded: bool
+    """Several GPUs share the states (ZeRO): one GPU holds ``result.model_states_bytes``."""
     warnings: tuple[FieldError, ...]
     assumptions: tuple[FieldError, ...]
 
@@ -398,6 +402,8 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     return ResultView(
         result=result, model=model, verdict=verdict, cards=rows,
         systems=systems, chart=_chart(result, tuple(gpus[r.fit.gpu] for r in rows)),
-        legend=legend, states_range=(states[0], states[-1]), warnings=_warnings(result.warnings),
+        legend=legend, states_range=(states[0], states[-1]),
+        states_sharded=calc.gpus > 1 and calc.sharding != "none",
+        warnings=_warnings(result.warnings),
         assumptions=assumptions,
     )

@@ -232,3 +232,35 @@ def test_an_invalid_field_is_marked_for_screen_readers_and_cleared_when_fixed(wa
         "() => !document.querySelector('#f-config').hasAttribute('aria-invalid')"
     )
     assert page.evaluate("window.__noReload") is True
+
+
+@pytest.mark.parametrize("value", ["0", "1000000000"])
+def test_a_value_the_browser_refuses_marks_the_result_out_of_date(walk: Any, value: str) -> None:
+    """Issue 18, point 1: htmx sends nothing for an invalid number, so the page itself shows
+    the error, marks the field invalid and the old verdict as out of date, until it is fixed."""
+    page = walk(locale="en-US").page
+    page.goto("/?model=llama-3.1-8b&method=lora")
+    field = "#f-seq" if len(value) > 3 else "#f-batch"
+    page.fill(field, value)
+    page.wait_for_selector("#stale-note:not([hidden])")
+    assert page.locator("#result").get_attribute("class") == "result stale"
+    assert page.locator(field).get_attribute("aria-invalid") == "true"
+    error = "#err-" + field.removeprefix("#f-")
+    assert text(page, error).startswith("Enter a number from 1 to")
+    page.fill(field, "2")
+    page.wait_for_selector("#stale-note[hidden]", state="attached")
+    page.wait_for_function(f"() => !document.querySelector('{field}').hasAttribute('aria-invalid')")
+    assert text(page, error) == ""
+    assert "stale" not in str(page.locator("#result").get_attribute("class"))
+
+
+def test_the_language_switch_keeps_settings_changed_on_the_page(walk: Any) -> None:
+    """Issue 18, point 3: after htmx pushed a new address, the switch goes back to it."""
+    page = walk(locale="en-US").page
+    page.goto("/?model=llama-3.1-8b&method=lora")
+    page.fill("#f-batch", "3")
+    page.wait_for_url(re.compile(r"batch=3"))
+    page.get_by_role("link", name="Deutsch").click()
+    page.wait_for_url(re.compile(r"batch=3"))
+    assert page.locator("html").get_attribute("lang") == "de"
+    assert page.input_value("#f-batch") == "3"

@@ -33,7 +33,7 @@ def test_first_load_shows_a_result_for_the_defaults(client: TestClient, htmx: bo
 
 def test_the_full_page_has_every_control_labelled(client: TestClient) -> None:
     body = client.get("/").text
-    for control in ("model", "config", "method", "quant", "optimizer", "rank", "targets",
+    for control in ("model", "config", "method", "optimizer", "rank", "targets",
                      "batch", "seq", "ckpt", "attention", "gpus", "sharding", "offload", "gpu",
                      "q"):
         assert f'for="f-{control}"' in body, control

@@ -1,0 +1,102 @@
+"""What the calculator page says and how it is laid out (issue 18, points 1, 3, 4, 5, 16).
+
+Every figure says whether it is per GPU or for all GPUs together, and a shared link that sets
+GPUs or a sharding opens "Advanced" so the reader sees why; method and base weights are one
+control, so the page cannot ask for a combination the engine refuses; the engine's version and
+other developer detail stay on "How we calculate", out of the verdict and the customer's
+request page.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+from app.engine.estimate import ENGINE_VERSION
+from tests.web.test_quotes import CONTACT, QUOTE, _form_fields
+
+SHARDED_70B = "/?model=llama-3.1-70b&method=full&gpus=8&sharding=zero3"
+
+
+def figures(body: str) -> dict[str, str]:
+    """The result's figures: label -> id of the value."""
+    return dict(re.findall(r'<dt>([^<]+)</dt><dd id="(fig-[a-z-]+)">', body))
+
+
+def test_every_figure_says_per_gpu_or_all_gpus(client: TestClient) -> None:
+    labels = figures(client.get(SHARDED_70B).text)
+    assert labels == {
+        "Model states per GPU": "fig-states",
+        "Model states, all 8 GPUs together": "fig-states-total",
+        "of which adapter, per GPU": "fig-adapter",
+        "Activations at the peak, per GPU": "fig-activations",
+        "Total per GPU": "fig-total",
+    }
+    one_gpu = figures(client.get("/?model=llama-3.1-8b&method=lora").text)
+    assert "Model states per GPU" in one_gpu and "fig-states-total" not in one_gpu.values()
+
+
+def test_per_gpu_states_are_a_share_of_the_total(client: TestClient) -> None:
+    body = client.get(SHARDED_70B).text.replace("\u00a0", " ")
+    per_gpu = re.search(r'id="fig-states">([\d.,]+) GB<', body)
+    total = re.search(r'id="fig-states-total">([\d.,]+) GB', body)
+    assert per_gpu and total
+    assert float(per_gpu.group(1).replace(",", "")) < float(total.group(1).replace(",", "")) / 4
+
+
+def test_a_shared_link_with_gpus_or_sharding_opens_advanced(client: TestClient) -> None:
+    assert '<details class="advanced" open>' in client.get(SHARDED_70B).text
+    assert '<details class="advanced" open>' in client.get("/?gpus=2").text
+    assert '<details class="advanced">' in client.get("/?model=llama-3.1-8b").text
+
+
+def test_method_and_base_weights_are_one_choice(client: TestClient) -> None:
+    body = client.get("/?model=qwen3-32b&method=qlora&quant=nf4").text
+    assert 'id="f-quant"' not in body
+    assert '<option value="qlora:nf4" selected>' in body
+    assert "Base weights" not in body
+    plain = client.get("/?model=qwen3-32b&method=qlora").text
+    assert '<option value="qlora" selected>QLoRA (4-bit NF4 base, double quantisation)' in plain
+
+
+def test_the_combined_choice_posts_to_the_shareable_url(client: TestClient) -> None:
+    response = client.post("/", data={"model": "qwen3-8b", "method": "qlora:nf4"})
+    assert response.status_code == 303
+    location = response.headers["location"]
+    assert "method=qlora" in location and "quant=nf4" in location
+    assert '<option value="qlora:nf4" selected>' in client.get(location).text
+
+
+def test_an_old_link_with_lora_and_a_four_bit_base_shows_its_error_beside_the_method(
+    client: TestClient,
+) -> None:
+    body = client.get("/?model=llama-3.1-8b&method=lora&quant=nf4").text
+    assert re.search(r'<span id="err-quant" class="field-error">[^<]+</span>', body)
+    assert 'aria-describedby="err-method err-quant" aria-invalid="true"' in body
+
+
+def test_no_engine_version_in_the_verdict_or_the_customer_request(client: TestClient) -> None:
+    body = client.get("/?model=llama-3.1-8b&method=lora").text
+    assert f"engine {ENGINE_VERSION}" not in body and ENGINE_VERSION not in body
+    fields = _form_fields(client.get(QUOTE).text)
+    target = client.post("/quote", data={**fields, **CONTACT}).headers["location"]
+    request_page = client.get(target).text
+    assert "<dt>Engine</dt>" not in request_page and ENGINE_VERSION not in request_page
+    assert f"engine {ENGINE_VERSION}" in client.get("/how-we-calculate").text
+
+
+def test_number_fields_carry_their_message_for_values_the_browser_refuses(
+    client: TestClient,
+) -> None:
+    body = client.get("/").text
+    assert re.search(r'<input id="f-batch"[^>]+data-invalid="Enter a number from 1 to [\d,]+\."',
+                     body)
+    assert '<p id="stale-note" class="stale-note" role="alert" hidden>' in body
+
+
+def test_language_links_are_marked_for_the_script_that_keeps_them_current(
+    client: TestClient,
+) -> None:
+    body = client.get("/?model=qwen3-8b&batch=2").text
+    assert 'data-lang-switch="de" href="/lang/de?next=/%3Fmodel%3Dqwen3-8b%26batch%3D2"' in body
