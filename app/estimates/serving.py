@@ -12,6 +12,7 @@ import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,53 @@ def _system_fits(catalog: Catalog, request: ServingRequest) -> tuple[ServingSyst
             raise engine_invalid(error) from error
         rows.append(ServingSystemFit(system=system, gpu=gpu, gpus=system.gpu_count, fit=fit))
     return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True)
+class ServingOption:
+    """One way to buy the serving job: ``cards`` x ``gpu`` (loose cards or a system)."""
+
+    kind: str
+    slug: str
+    name: str
+    gpu: str
+    cards: int
+    quantity: int
+    unit_price_eur_net: Decimal | None
+    price_eur_net: Decimal | None
+    stock_status: str
+    fit: ServingFit
+
+
+def _rank(option: ServingOption) -> tuple[int, bool, Decimal, int, str]:
+    price = option.price_eur_net
+    return (option.cards, price is None, price or Decimal(0), -option.fit.max_concurrency,
+            option.slug)
+
+
+def serving_recommend(catalog: Catalog, request: ServingRequest, *, cache: EstimateCache
+                      ) -> tuple[ServingSizing, tuple[ServingOption, ...]]:
+    """The sizing and every card or system that serves the job, best first: fewest cards,
+    then price (on request last), then the most concurrent requests."""
+    sizing = serving_sizing(catalog, request, cache=cache)
+    by_slug = {gpu.slug: gpu for gpu in catalog.gpus}
+    cards = request.job.gpus
+    found: list[ServingOption] = []
+    for fit in sizing.result.fits:
+        gpu = by_slug.get(fit.gpu)
+        if gpu is None or not fit.fits:
+            continue
+        unit = gpu.price_eur_net
+        found.append(ServingOption("gpu", gpu.slug, gpu.name, gpu.slug, cards, cards, unit,
+                                   unit * cards if unit is not None else None,
+                                   gpu.stock_status, fit))
+    for row in sizing.systems:
+        if not row.fit.fits or (request.gpu_slugs and row.gpu.slug not in request.gpu_slugs):
+            continue
+        found.append(ServingOption("system", row.system.slug, row.system.name, row.gpu.slug,
+                                   row.gpus, 1, row.system.price_eur_net,
+                                   row.system.price_eur_net, row.system.stock_status, row.fit))
+    return sizing, tuple(sorted(found, key=_rank))
 
 
 DECODE_MEASUREMENTS = ROOT / "tools" / "serving" / "decode_measurements.json"

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from app.api.v1 import catalog, docs, estimates, problems, quote_requests
+from app.api.v1 import catalog, docs, estimates, problems, quote_requests, serving
 from app.api.v1.limits import BodyLimitMiddleware
 from app.api.v1.ratelimit import RateLimiter, RateLimitHeaders, limiter_for
 from app.caches import Caches
@@ -45,6 +45,7 @@ def create_api(settings: Settings, session_factory: SessionFactory, *, caches: C
     api.state.rate_limiter = rate_limiter or limiter_for(store)
     api.include_router(catalog.router)
     api.include_router(estimates.router)
+    api.include_router(serving.router)
     api.include_router(quote_requests.router)
     api.include_router(docs.router)
     problems.register(api)

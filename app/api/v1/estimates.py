@@ -13,16 +13,15 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from app import caches
 from app.api.v1 import schemas
+from app.api.v1 import serving as serving_api
+from app.api.v1.bodies import check_model_choice
 from app.api.v1.deps import require_partner
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import recommendations_out
-from app.api.v1.problems import ApiProblem
 from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
 from app.catalog import service as catalog_service
 from app.config import Settings
 from app.engine import Job
-from app.errors import InvalidInput
-from app.estimates import inline_config
 from app.estimates import recommendations as recommendations_service
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateRequest
@@ -43,13 +42,7 @@ def _targets(value: str) -> str | tuple[str, ...]:
 
 def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> EstimateRequest:
     """The API body as the estimates service's request (the CLI builds the same)."""
-    if body.inline_config is not None:
-        try:
-            inline_config.check_size(body.inline_config)
-        except inline_config.ConfigValueError as error:
-            raise ApiProblem(413, f"model_config: {error.reason}") from error
-    if (body.model is None) == (body.inline_config is None):
-        raise InvalidInput("give either model (a catalog slug) or model_config", field="model")
+    check_model_choice(body.model, body.inline_config)
     switches = estimates_service.library_switches(
         bnb_version=body.bnb_version, method=body.method,
         sharding_impl=body.sharding_impl, sharding=body.sharding,
@@ -119,12 +112,17 @@ def create_estimate(request: Request, session: DbSession,
         media_type="application/json")
 
 
-@router.post("/recommendations", response_model=schemas.Recommendations,
+@router.post("/recommendations",
+             response_model=schemas.Recommendations | schemas.ServingRecommendations,
              summary="Cards and systems that fit")
-def recommend(request: Request, session: DbSession,
-              body: schemas.EstimateInput) -> schemas.Recommendations:
+def recommend(request: Request, session: DbSession, body: schemas.RecommendationInput
+              ) -> schemas.Recommendations | schemas.ServingRecommendations:
     """Every card and system that holds the job, best first: fewest cards, then price (price
-    on request last), then the most free memory per card."""
+    on request last), then the most free memory per card. With ``"workload": "serving"`` the
+    body is a serving job (as for /serving-estimates) and the answer ranks by cards, price and
+    the most concurrent requests."""
+    if isinstance(body, schemas.ServingInput):
+        return serving_api.recommend_serving(request, session, body)
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
     found = recommendations_service.recommend(catalog, to_request(body, with_levers=False),

@@ -68,8 +68,16 @@ def problem(status: int, detail: str, *, code: str | None = None,
                         headers=dict(headers or {}))
 
 
+WORKLOAD_TAGS = ("training", "serving")
+"""The tags of /recommendations' body union (``schemas.RecommendationInput``): Pydantic puts
+the chosen one after ``body`` in a location, which names no field of the request."""
+
+
 def _location(loc: Sequence[Any]) -> str:
-    return ".".join(str(part) for part in loc) or "body"
+    parts = list(loc)
+    if len(parts) > 1 and parts[0] == "body" and parts[1] in WORKLOAD_TAGS:
+        del parts[1]
+    return ".".join(str(part) for part in parts) or "body"
 
 
 def validation_errors(raw: Sequence[Any]) -> list[dict[str, str]]:

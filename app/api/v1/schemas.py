@@ -14,15 +14,26 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from app.catalog.schemas import StockStatus, SystemKind
+from app.engine import serving as serving_engine
 from app.engine.activations import Attention
 from app.engine.precision import AdapterDtype, BaseDtype, BnbVersion, Framework, Precision
+from app.engine.serving import KvDtype, Runtime
+from app.engine.serving_weights import WeightFormat
 from app.engine.sharding import ShardingImpl
 from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
-from app.estimates import inline_config, job_limits
+from app.estimates import inline_config, job_limits, memory_size
 from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
 
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -167,6 +178,9 @@ class EstimateInput(BaseModel):
         ]},
     )
 
+    workload: Literal["training"] = Field(
+        default="training", description="training (this body) or serving (/recommendations "
+        "only: the body of /serving-estimates).")
     model: Slug | None = Field(default=None, description="A catalog model's slug.")
     inline_config: dict[str, Any] | None = Field(
         default=None, alias="model_config",
@@ -234,18 +248,22 @@ class EstimateInput(BaseModel):
     @field_validator("inline_config")
     @classmethod
     def _within_bounds(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The bounds every surface holds a config.json to (the size is a 413, in the
-        router): a 422 at ``body.model_config`` whose reason names the place in the document
-        (``rope_scaling.factor: numbers must be finite ...``, without Pydantic's "Value error,"
-        prefix), and whose type names the bound (``config_too_large``)."""
-        if value is not None:
-            try:
-                inline_config.check_values(value)
-            except inline_config.ConfigValueError as error:
-                raise PydanticCustomError(
-                    f"config_{error.problem}", "{reason}", {"reason": str(error)}
-                ) from error
-        return value
+        return config_within_bounds(value)
+
+
+def config_within_bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The bounds every surface holds a config.json to (the size is a 413, in the router): a
+    422 at ``body.model_config`` whose reason names the place in the document
+    (``rope_scaling.factor: numbers must be finite ...``, without Pydantic's "Value error,"
+    prefix), and whose type names the bound (``config_too_large``)."""
+    if value is not None:
+        try:
+            inline_config.check_values(value)
+        except inline_config.ConfigValueError as error:
+            raise PydanticCustomError(
+                f"config_{error.problem}", "{reason}", {"reason": str(error)}
+            ) from error
+    return value
 
 
 class ParamCounts(_Out):
@@ -320,8 +338,8 @@ class Estimate(_Out):
         "text_config.* when read from a multimodal config's language model.")
 
 
-class Recommendation(_Out):
-    """A way to buy the job that fits."""
+class _Purchase(_Out):
+    """A way to buy a job that fits (training or serving): the item, how many, its price."""
 
     rank: int = Field(examples=[1])
     kind: Literal["gpu", "system"]
@@ -330,10 +348,15 @@ class Recommendation(_Out):
     gpu: str = Field(description="The card's slug.")
     cards: int = Field(description="How many cards the job runs on.")
     quantity: int = Field(description="What to order: cards for kind gpu, 1 for a system.")
-    sharding: str
     unit_price_eur_net: Money | None
     price_eur_net: Money | None = Field(description="quantity x unit price; null: on request.")
     stock_status: StockStatus
+
+
+class Recommendation(_Purchase):
+    """A way to buy the training job that fits."""
+
+    sharding: str
     total_bytes_per_gpu: int
     free_bytes_per_gpu: int
     max_batch_size: int
@@ -352,6 +375,168 @@ class Recommendations(_Out):
         description="As in an estimate: approximate for a model type the engine does not know.")
     total_bytes_per_gpu: int = Field(description="The job as asked, per GPU.")
     recommendations: list[Recommendation]
+
+
+# --- serving -------------------------------------------------------------------------------
+
+
+class ServingInput(BaseModel):
+    """Serving a model: the fields of ``sizer serving``. Give ``model`` or ``model_config``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [
+            {"model": "llama-3.1-8b", "context": 32768, "concurrency": 16},
+            {"model": "qwen3-235b-a22b", "weights": "nvfp4", "gpus": 4, "gpu": ["h200-nvl"]},
+        ]},
+    )
+
+    workload: Literal["serving"] = "serving"
+    model: Slug | None = Field(default=None, description="A catalog model's slug.")
+    inline_config: dict[str, Any] | None = Field(
+        default=None, alias="model_config",
+        description="A Hugging Face config.json object (at most 256 KB), instead of `model`.",
+    )
+    weights: WeightFormat = Field(
+        default="bf16", description="The checkpoint's format: bf16, fp16, fp8 and int8 (W8A8), "
+        "awq and gptq (int4, group 128), nvfp4, mxfp4, gguf-q4_k_m, gguf-q8_0.")
+    kv_cache: KvDtype = Field(default="auto",
+                              description="auto (the model's 16-bit dtype), bf16, fp16, fp8.")
+    context: int = Field(default=8192, ge=1, le=serving_engine.MAX_CONTEXT,
+                         description="Tokens per request, prompt and answer.")
+    concurrency: int = Field(default=1, ge=1, le=serving_engine.MAX_CONCURRENCY,
+                             description="Requests served at once, each at `context`.")
+    gpus: int = Field(default=1, ge=1, le=serving_engine.MAX_GPUS,
+                      description="GPUs the model is split over (tensor parallel).")
+    runtime: Runtime = "vllm"
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, allow_inf_nan=False,
+        description="The fraction of each card the runtime may use; default vLLM's 0.9, "
+        "SGLang's own mem_fraction_static, the whole card for llama.cpp.")
+    max_num_batched_tokens: int | None = Field(
+        default=None, ge=1, le=serving_engine.MAX_CONTEXT,
+        description="vLLM's prefill budget per step; default 8192 on cards of 70 GiB or "
+        "more, else 2048.")
+    gpu: list[Slug] = Field(default_factory=list, max_length=64,
+                            description="Hold the job against these cards only; default every "
+                            "card.")
+    gpu_memory_bytes: int | None = Field(
+        default=None, ge=memory_size.MIN_GPU_MEMORY, le=memory_size.MAX_GPU_MEMORY,
+        description="Instead of catalog cards, an ad-hoc card of this driver-reported total, "
+        "reported as gpu `custom`.")
+
+    @field_validator("context", "concurrency", "gpus", "max_num_batched_tokens",
+                     "gpu_memory_utilization", "gpu_memory_bytes", mode="before")
+    @classmethod
+    def _numbers_only(cls, value: Any) -> Any:
+        return not_a_boolean(value)
+
+    @field_validator("inline_config")
+    @classmethod
+    def _within_bounds(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return config_within_bounds(value)
+
+
+def _workload(value: Any) -> str:
+    if isinstance(value, dict):
+        workload = value.get("workload", "training")
+        return workload if workload in ("training", "serving") else "training"
+    return str(getattr(value, "workload", "training"))
+
+
+RecommendationInput = Annotated[
+    Annotated[EstimateInput, Tag("training")] | Annotated[ServingInput, Tag("serving")],
+    Discriminator(_workload),
+]
+"""The body of /recommendations: a training job, or with ``"workload": "serving"`` a serving
+job (the body of /serving-estimates)."""
+
+
+class ServingParams(_Out):
+    total: int
+    active: int
+
+
+class ServingBreakdown(_Out):
+    """Bytes per GPU: what the runtime sets aside, and the KV cache the load needs."""
+
+    weights: int
+    activations: int
+    cuda_graphs: int
+    overhead: int
+    kv_cache: int = Field(description="What context x concurrency needs, per GPU.")
+    total: int
+
+
+class DecodeSpeed(_Out):
+    per_request: float
+    total: float
+
+
+class ServingFit(_Out):
+    """The serving job held against one card (``gpus`` of them, tensor parallel)."""
+
+    gpu: str
+    name: str
+    usable_bytes: int
+    budget_bytes: int = Field(description="What the runtime may use of the card.")
+    kv_cache_capacity_bytes: int
+    kv_cache_capacity_tokens: int
+    max_concurrency: int = Field(description="Requests of `context` tokens the KV pool holds.")
+    max_context: int = Field(description="The longest context at `concurrency`.")
+    fits: bool
+    decode_tokens_per_s: DecodeSpeed | None = Field(
+        description="At `concurrency` requests; null when the card's bandwidth is unknown.")
+    prefill_tokens_per_s: float | None
+    per_gpu_bytes: ServingBreakdown
+    max_num_batched_tokens: int
+    gpu_memory_utilization: float
+    warnings: list[str]
+
+
+class ServingLever(_Out):
+    """A change that makes the job fit a card it does not fit."""
+
+    gpu: str
+    lever: str
+    change: dict[str, Any]
+    max_concurrency: int
+    max_context: int
+
+
+class ServingEstimate(_Out):
+    """The serving engine's document, exactly as ``sizer serving --format json`` prints it."""
+
+    engine_version: str = Field(examples=["1.4.0"])
+    model_type: str = Field(examples=["llama"])
+    runtime: str
+    params: ServingParams
+    kv_cache_bytes_per_token: int = Field(description="Per GPU, every attention layer.")
+    kv_cache_bytes_per_request: int = Field(description="One request of `context` tokens.")
+    per_gpu_bytes: ServingBreakdown
+    fits: list[ServingFit]
+    levers: list[ServingLever]
+    assumptions: list[str]
+
+
+class ServingRecommendation(_Purchase):
+    """A way to buy the serving job that fits (``cards`` tensor parallel)."""
+
+    max_concurrency: int
+    max_context: int
+    kv_cache_capacity_tokens: int
+    decode_tokens_per_s: DecodeSpeed | None
+    quote_url: str | None
+
+
+class ServingRecommendations(_Out):
+    """Cards and systems that serve the job, best first: fewest cards, then price, then the
+    most concurrent requests."""
+
+    engine_version: str = Field(examples=["1.4.0"])
+    model_type: str
+    workload: Literal["serving"] = "serving"
+    recommendations: list[ServingRecommendation]
 
 
 # --- quote requests ------------------------------------------------------------------------

@@ -44,13 +44,15 @@ def test_the_document_covers_every_endpoint_with_examples(tmp_path: Path) -> Non
     assert isinstance(paths, dict)
     assert set(paths) == {
         "/gpus", "/gpus/{slug}", "/systems", "/systems/{slug}", "/models", "/models/{slug}",
-        "/estimates", "/recommendations", "/quote-requests", "/quote-requests/{id}",
+        "/estimates", "/recommendations", "/serving-estimates", "/quote-requests",
+        "/quote-requests/{id}",
     }
     assert document["servers"] == [{"url": "/api/v1"}]
     components = document["components"]
     assert isinstance(components, dict)
     schemas = components["schemas"]
     assert schemas["EstimateInput"]["examples"]
+    assert schemas["ServingInput"]["examples"]
     assert schemas["QuoteRequestIn"]["examples"]
     for operations in paths.values():
         for operation in operations.values():
