@@ -31,11 +31,21 @@ from dataclasses import dataclass
 from typing import Final
 
 from app.engine.errors import EngineError
-from app.engine.shapes import FIELD_BOUNDS, MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS
+from app.engine.shapes import (
+    FIELD_BOUNDS,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    ModelShape,
+)
 
 BLOCK_TOKENS: Final = 16
 """Tokens per KV block (vLLM ``--block-size`` default 16, ``vllm/config/cache.py``)."""
 
+STATE_DTYPE_BYTES: Final = 2
+"""Linear-attention and Mamba states are kept in the model's 16-bit dtype (vLLM
+``--mamba-ssm-cache-dtype auto``), not in an fp8 KV cache's."""
 MAX_LATENT: Final = 65_536
 """MLA latent widths (``kv_lora_rank``, ``qk_rope_head_dim``). Largest released: 512 + 64
 (DeepSeek-V3, Kimi K2)."""
@@ -60,6 +70,10 @@ KV_FIELD_BOUNDS: Final[Mapping[str, int]] = {
 }
 """Upper bound of every integer this reader takes from a config (the shapes' bounds and the
 attention-layout fields above)."""
+
+GEMMA3_SLIDING_PATTERN: Final = 6
+"""Gemma 3's default ``sliding_window_pattern`` (transformers ``Gemma3TextConfig``): five local
+layers, then one global; released configs leave it out."""
 
 FULL = "full_attention"
 SLIDING = "sliding_attention"
@@ -111,9 +125,10 @@ class KvLayout:
         keys and values in every attention layer (full and sliding)."""
         return (self.full_layers + self.sliding_layers) * self.token_layer_bytes(tp, dtype_bytes)
 
-    def state_bytes(self, tp: int, dtype_bytes: int) -> int:
-        """One request's fixed state across the linear-attention/Mamba layers on one GPU."""
-        return self.linear_layers * -(-self.state_elements // tp) * dtype_bytes
+    def state_bytes(self, tp: int) -> int:
+        """One request's fixed state across the linear-attention/Mamba layers on one GPU, in the
+        model's dtype whatever the KV cache's (vLLM's ``mamba_ssm_cache_dtype`` "auto")."""
+        return self.linear_layers * -(-self.state_elements // tp) * STATE_DTYPE_BYTES
 
     def request_bytes(self, context: int, tp: int, dtype_bytes: int, batched_tokens: int) -> int:
         """One request of ``context`` tokens, as vLLM's hybrid manager reserves it: full layers
@@ -125,7 +140,7 @@ class KvLayout:
         sliding_tokens = _round_up(kept, BLOCK_TOKENS) + BLOCK_TOKENS if kept else 0
         return (self.full_layers * full_tokens * per_layer
                 + self.sliding_layers * sliding_tokens * per_layer
-                + self.state_bytes(tp, dtype_bytes))
+                + self.state_bytes(tp))
 
     def longest_context(self, capacity_bytes: int, concurrency: int, tp: int, dtype_bytes: int,
                         batched_tokens: int, limit: int) -> int:
@@ -138,7 +153,7 @@ class KvLayout:
         if self.request_bytes(limit, tp, dtype_bytes, batched_tokens) <= per_request:
             return limit
         per_layer = self.token_layer_bytes(tp, dtype_bytes)
-        fixed = self.state_bytes(tp, dtype_bytes)
+        fixed = self.state_bytes(tp)
         if self.sliding_layers:
             cap = _round_up(self.window - 1 + batched_tokens, BLOCK_TOKENS) + BLOCK_TOKENS
             fixed += self.sliding_layers * cap * per_layer
@@ -157,30 +172,39 @@ class KvLayoutError(EngineError):
     """A config field the KV reader cannot use; ``field`` names it."""
 
 
-def kv_layout(config: Mapping[str, object]) -> KvLayout:
-    """The KV layout of a Hugging Face ``config.json``: full, sliding and linear layers."""
+def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> KvLayout:
+    """The KV layout of a Hugging Face ``config.json``: full, sliding and linear layers. A
+    multimodal checkpoint's language model is read from its ``text_config``. With the model's
+    ``shape`` (:mod:`app.engine.shapes`, whose builders know each family's defaults), layers,
+    key/value heads and head width come from it; the layout fields from the config."""
+    if not isinstance(config, Mapping):
+        raise KvLayoutError("config", "config_not_object")
+    nested = config.get("text_config")
+    if isinstance(nested, Mapping):
+        config = {**config, **{k: v for k, v in nested.items() if v is not None}}
     cfg = _Reader(config)
-    layers = cfg.integer("num_hidden_layers", "n_layer")
-    heads = cfg.integer("num_attention_heads", "n_head")
-    hidden = cfg.integer("hidden_size", "n_embd")
-    kv_heads = cfg.optional("num_key_value_heads") or heads
-    head_dim = cfg.optional("head_dim") or hidden // heads
+    if shape is not None:
+        layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim
+    else:
+        layers = cfg.integer("num_hidden_layers", "n_layer")
+        heads = cfg.integer("num_attention_heads", "n_head")
+        kv_heads = cfg.optional("num_key_value_heads") or heads
+        head_dim = cfg.optional("head_dim") or cfg.integer("hidden_size", "n_embd") // heads
     latent = 0
     if cfg.optional("kv_lora_rank") is not None:
         latent = cfg.integer("kv_lora_rank") + cfg.integer("qk_rope_head_dim")
     kinds = _layer_kinds(cfg, layers)
-    sliding = kinds.get(SLIDING, 0)
+    full, sliding = kinds.get(FULL, 0), kinds.get(SLIDING, 0)
     window = 0
     if sliding:
         window = cfg.optional("sliding_window") or cfg.optional("attention_chunk_size") or 0
-        if not window:
-            sliding = 0
+        if not window:  # sliding layers without a window hold every token
+            full, sliding = full + sliding, 0
     linear = kinds.get(LINEAR, 0) + kinds.get(MAMBA, 0)
     state = _state_elements(cfg, kinds) if linear else 0
     return KvLayout(
-        full_layers=layers - sliding - linear,
-        sliding_layers=sliding, window=window, linear_layers=linear, kv_heads=kv_heads,
-        head_dim=head_dim, mla_latent=latent, state_elements=state,
+        full_layers=full, sliding_layers=sliding, window=window, linear_layers=linear,
+        kv_heads=kv_heads, head_dim=head_dim, mla_latent=latent, state_elements=state,
     )
 
 
@@ -205,6 +229,7 @@ def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
     if pattern is not None:
         if not isinstance(pattern, str) or len(pattern) != layers:
             raise KvLayoutError("hybrid_override_pattern", "layer_types_length", layers=layers)
+        # Nemotron-H: "*" attention, "M" Mamba-2, "-" MLP-only and "E" MoE layers hold no cache
         return {FULL: pattern.count("*"), MAMBA: pattern.count("M")}
     model_type = cfg.raw.get("model_type")
     interval = cfg.optional("full_attention_interval")
@@ -217,6 +242,8 @@ def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
     if model_type == "gemma2":  # Gemma2DecoderLayer: even layers slide (is_sliding = not i % 2)
         return {SLIDING: (layers + 1) // 2, FULL: layers // 2}
     step = cfg.optional("sliding_window_pattern")
+    if step is None and model_type in ("gemma3", "gemma3_text"):
+        step = GEMMA3_SLIDING_PATTERN
     if step is not None:  # Gemma 3: every step-th layer is global
         return {FULL: layers // step, SLIDING: layers - layers // step}
     return {SLIDING: layers}

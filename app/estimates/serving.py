@@ -19,6 +19,7 @@ from typing import Any
 from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
 from app.config import ROOT
 from app.engine import EngineError, ModelShape, parse_config
+from app.engine.approximate import shape_of
 from app.engine.serving import (
     DECODE_EFFICIENCY,
     ServingFit,
@@ -82,7 +83,8 @@ def resolve_model(catalog: Catalog, request: ServingRequest) -> tuple[ModelShape
     else:
         config = request.model_config or {}
     try:
-        return parse_config(config), kv_layout(config)
+        shape = shape_of(config)
+        return shape, kv_layout(config, shape)
     except EngineError as error:
         raise engine_invalid(error, field=f"model_config.{error.field}") from error
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from app.engine.approximate import shape_of
 from app.engine.errors import EngineError
 from app.engine.serving_kv import BLOCK_TOKENS, kv_layout
 
@@ -100,7 +101,7 @@ def test_hybrid_linear_attention_holds_a_fixed_state_per_request() -> None:
     assert (layout.full_layers, layout.linear_layers) == (12, 36)
     assert layout.bytes_per_token(1, 2) == 24_576
     state = 36 * (32 * 128 * 128 + 3 * 8192) * 2
-    assert layout.state_bytes(1, 2) == state
+    assert layout.state_bytes(1) == state
     assert layout.request_bytes(4096, 1, 2, 2048) == 4096 * 24_576 + state
     assert (layout.request_bytes(8192, 1, 2, 2048) - layout.request_bytes(4096, 1, 2, 2048)
             == 4096 * 24_576)
@@ -129,3 +130,36 @@ def test_bad_fields_are_named(field: str, value: object) -> None:
     with pytest.raises(EngineError) as error:
         kv_layout(config)
     assert error.value.field == field
+
+
+def fixture(name: str) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(
+        (ROOT / f"tests/fixtures/hf_configs/{name}.json").read_text())
+    return config
+
+
+@pytest.mark.parametrize(("name", "kinds", "per_token"), [
+    # Gemma 3 27B (multimodal checkpoint, text_config; pattern 6 by default): 10 global, 52 local
+    ("gemma-3-27b-it", (10, 52, 0), 62 * 2 * 16 * 128 * 2),
+    # Nemotron Nano 9B v2: 4 attention ("*") and 27 Mamba-2 ("M") layers; MLP-only ("-") none
+    ("nvidia-nemotron-nano-9b-v2", (4, 0, 27), 4 * 2 * 8 * 128 * 2),
+    # Qwen3-Next: layer_types absent, full_attention_interval 4
+    ("qwen3-next-80b-a3b-instruct", (12, 0, 36), 12 * 2 * 2 * 256 * 2),
+    # Qwen3.6-35B-A3B: layer_types in text_config, 10 of 40 full attention
+    ("qwen3.6-35b-a3b", (10, 0, 30), 10 * 2 * 2 * 256 * 2),
+])
+def test_real_hybrid_and_sliding_configs(name: str, kinds: tuple[int, int, int],
+                                         per_token: int) -> None:
+    config = fixture(name)
+    layout = kv_layout(config, shape_of(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.linear_layers) == kinds
+    assert layout.bytes_per_token(1, 2) == per_token
+
+
+def test_nemotron_h_mamba_state_per_request() -> None:
+    """Mamba-2 state: heads x head_dim x state (128 x 80 x 128) plus a convolution of
+    3 x (heads x head_dim + 2 x groups x state) elements, per layer, bf16."""
+    config = fixture("nvidia-nemotron-nano-9b-v2")
+    layout = kv_layout(config, shape_of(config))
+    assert layout.state_elements == 128 * 80 * 128 + 3 * (128 * 80 + 2 * 8 * 128)
+    assert layout.state_bytes(1) == 27 * layout.state_elements * 2
