@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from app.config import ROOT, STATIC_DIR, Settings
 from app.engine.documentation import TERMS
 from app.engine.estimate import ENGINE_VERSION
+from app.engine.shapes import SUPPORTED_MODEL_TYPES
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path
 from app.html.templating import render
@@ -69,5 +70,6 @@ def how_we_calculate(request: Request) -> HTMLResponse:
     return render(
         request, "web/how_we_calculate.html",
         {"terms": TERMS, "engine_version": ENGINE_VERSION, "accuracy": _accuracy(),
-         "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON)},
+         "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON),
+         "model_types": SUPPORTED_MODEL_TYPES},
     )

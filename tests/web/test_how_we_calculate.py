@@ -97,3 +97,10 @@ def test_no_published_runs_section_without_the_results_file(
 ) -> None:
     monkeypatch.setattr(pages, "EXTERNAL_JSON", tmp_path / "missing.json")
     assert "Published GPU runs" not in client.get("/how-we-calculate").text
+
+
+def test_the_supported_architectures_are_listed_from_the_engine(client: TestClient) -> None:
+    page = client.get("/how-we-calculate").text
+    assert "Supported architectures" in page
+    for model_type in ("qwen3_next", "nemotron_h", "gemma3", "olmo2", "gpt_neox", "llama"):
+        assert model_type in page
