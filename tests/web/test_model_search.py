@@ -50,7 +50,8 @@ def _found(client: TestClient, query: str) -> list[str]:
 @pytest.mark.parametrize(("query", "expected"), [
     ("Llama 70B", {"llama-3.3-70b", "llama-3.1-70b", "deepseek-r1-distill-llama-70b"}),
     ("70b", {"llama-3.3-70b", "llama-3.1-70b", "deepseek-r1-distill-llama-70b"}),
-    ("3.1", {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"}),
+    ("3.1", {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+             "mistral-small-3.1-24b-instruct-2503"}),
     ("llama3.1 8b", {"llama-3.1-8b"}),
     ("gpt oss", {"gpt-oss-20b"}),
     ("qwen 3.5 moe", {"qwen3.5-35b-a3b"}),
