@@ -54,6 +54,8 @@ def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
         errors.add("gpu", N_("No such card in our catalog."))
     if errors:
         return None, 404 if "model" in errors.messages or "gpu" in errors.messages else 422
+    model = next((m for m in catalog.models if m.slug == calc.model), None)
+    calc.resolve_checkpointing(model.params_total if model else 0)
     try:
         sizing = estimates_service.sizing(catalog, calc.estimate_request(), cache=cache)
     except NotFound as exc:

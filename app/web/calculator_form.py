@@ -107,6 +107,17 @@ IMPL_LABELS: Final = {
 }
 """Who runs ZeRO-3 sharding (``sharding.SHARDING_IMPLS``); only ZeRO-3 takes FSDP."""
 
+CKPT_LABELS: Final = {"": N_("Automatic"), "1": N_("On"), "0": N_("Off")}
+"""Gradient checkpointing: "" follows :data:`CKPT_AUTO_PARAMS` and :data:`CKPT_AUTO_SEQ`."""
+CKPT_AUTO_PARAMS: Final = 20_000_000_000
+"""From this many parameters the page turns gradient checkpointing on unless told otherwise:
+the published recipes for such models all do (torchtune's 70B LoRA/QLoRA configs
+``enable_activation_checkpointing: True``, the QLoRA paper's 33B/65B runs, TRL's and Axolotl's
+70B examples); without it 70B QLoRA at the page's defaults needs 125 GB per GPU, with it about
+50 GB (issue 18, point 12)."""
+CKPT_AUTO_SEQ: Final = 8192
+"""...and from this sequence length, where activations outgrow the weights of most models."""
+
 CONFIG_REQUEST_FIELD: Final = "model_config"
 """The estimate request's field for a pasted config.json (the API's body field too)."""
 
@@ -138,7 +149,10 @@ class CalculatorInput:
     quant: str = ""
     batch: int = DEFAULT_JOB.batch_size
     seq: int = DEFAULT_JOB.seq_len
-    ckpt: bool = DEFAULT_JOB.gradient_checkpointing
+    ckpt: str = ""
+    """"" automatic (:meth:`resolve_checkpointing`), "1" on, "0" off."""
+    ckpt_auto: bool = False
+    """What "automatic" means for this model and sequence."""
     attention: str = DEFAULT_JOB.attention
     gpus: int = DEFAULT_JOB.gpus
     sharding: str = DEFAULT_JOB.sharding
@@ -155,6 +169,14 @@ class CalculatorInput:
     @property
     def is_custom(self) -> bool:
         return self.model == CUSTOM_MODEL
+
+    @property
+    def checkpointing(self) -> bool:
+        return self.ckpt == "1" or (self.ckpt == "" and self.ckpt_auto)
+
+    def resolve_checkpointing(self, params_total: int) -> None:
+        """Settle "automatic" for a model of ``params_total`` parameters (0: unknown)."""
+        self.ckpt_auto = params_total >= CKPT_AUTO_PARAMS or self.seq >= CKPT_AUTO_SEQ
 
     @property
     def method_choice(self) -> str:
@@ -180,7 +202,7 @@ class CalculatorInput:
         if self.quant:
             values["quant"] = self.quant
         if self.ckpt:
-            values["ckpt"] = "1"
+            values["ckpt"] = self.ckpt
         if self.attention != "flash":
             values["attention"] = self.attention
         if self.gpus != 1:
@@ -215,7 +237,7 @@ class CalculatorInput:
             quant=cast(Quant, self.quant) if self.quant else None,
             batch_size=self.batch,
             seq_len=self.seq,
-            gradient_checkpointing=self.ckpt,
+            gradient_checkpointing=self.checkpointing,
             attention=cast(Attention, self.attention),
             gpus=self.gpus,
             sharding=cast(Sharding, self.sharding),
@@ -256,7 +278,7 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         quant=forms.choice(data, "quant", errors, choices=("", *QUANTS), default=""),
         batch=forms.integer(data, "batch", errors, default=d.batch, minimum=1, maximum=MAX_BATCH),
         seq=forms.integer(data, "seq", errors, default=d.seq, minimum=1, maximum=MAX_SEQ),
-        ckpt=forms.flag(data, "ckpt"),
+        ckpt=_ckpt(data.get("ckpt", "")),
         attention=forms.choice(
             data, "attention", errors, choices=ATTENTION_CHOICES, default=d.attention
         ),
@@ -287,6 +309,14 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     except EngineError as error:
         engine_errors.add(errors, "impl", engine_invalid(error))
     return calc, errors
+
+
+def _ckpt(raw: str) -> str:
+    """"1"/"on"/"true" on, "0"/"off"/"false" off, anything else automatic."""
+    value = raw.strip().lower()
+    if value in {"1", "on", "true", "yes"}:
+        return "1"
+    return "0" if value in {"0", "off", "false", "no"} else ""
 
 
 def engine_error_field(field: str) -> str:

@@ -144,12 +144,9 @@ SEGMENTS: tuple[tuple[str, str], ...] = (
     ("activations", N_("Activations")),
     ("overhead", N_("Overhead")),
 )
-CHART_WIDTH = 640
-LABEL_WIDTH = 150
-BAR_HEIGHT = 22
-ROW_GAP = 8
-CHAR_WIDTH = 7.0
-"""Rough width of one 12 px character, to cut card names to their bar."""
+CHART_UNITS = 1000
+"""Bars are drawn in a 0..1000 box stretched to the page's width; every text of the chart is
+HTML beside them, so it keeps the page's font size on a phone (issue 18, points 7 and 13)."""
 
 
 @dataclass(frozen=True)
@@ -218,22 +215,21 @@ class Verdict:
 class ChartBar:
     label: str
     x: float
-    y: float
     width: float
     css: str
     value_bytes: int
-    title: str = ""
+    nominal_gb: int | None = None
 
 
 @dataclass(frozen=True)
 class Chart:
-    height: int
     segments: tuple[ChartBar, ...]
     cards: tuple[ChartBar, ...]
     total_bytes: int
     scale_max_bytes: int
-    label_width: int = LABEL_WIDTH
-    width: int = CHART_WIDTH
+    marker_x: float
+    """Where this job's total sits on every card's bar."""
+    width: int = CHART_UNITS
 
 
 @dataclass(frozen=True)
@@ -333,34 +329,27 @@ def _verdict(calc: CalculatorInput, rows: tuple[CardRow, ...],
 
 
 def _chart(result: EstimateResult, gpus: tuple[GpuRecord, ...]) -> Chart:
+    """One bar for the job (by part) and one per card with its full name, largest first, all
+    on one scale, with the job's total marked on each card's bar."""
     breakdown = result.per_gpu_bytes
-    usable = sorted({gpu.usable_bytes for gpu in gpus})
-    scale = max([breakdown.total, *usable]) or 1
-    span = CHART_WIDTH - LABEL_WIDTH - 10
-    x = float(LABEL_WIDTH)
+    scale = max([breakdown.total, *(gpu.usable_bytes for gpu in gpus)]) or 1
+    x = 0.0
     segments: list[ChartBar] = []
     for key, label in SEGMENTS:
         value = int(getattr(breakdown, key))
         if value <= 0:
             continue
-        width = span * value / scale
-        segments.append(ChartBar(label, x, 4, width, key, value))
+        width = CHART_UNITS * value / scale
+        segments.append(ChartBar(label, x, width, key, value))
         x += width
-    cards: list[ChartBar] = []
-    y = 4 + BAR_HEIGHT + ROW_GAP * 2
-    for value in usable:
-        names = full = " / ".join(
-            g.name.removeprefix("NVIDIA ") for g in gpus if g.usable_bytes == value
-        )
-        width = span * value / scale
-        fit_chars = max(0, int((width - 12) / CHAR_WIDTH))
-        if len(names) > fit_chars:
-            names = names[: max(0, fit_chars - 1)].rstrip() + "…" if fit_chars > 3 else ""
-        cards.append(ChartBar(names, LABEL_WIDTH, y, width,
-                              "fits" if value >= breakdown.total else "short", value, full))
-        y += BAR_HEIGHT + ROW_GAP
-    return Chart(height=int(y), segments=tuple(segments), cards=tuple(cards),
-                 total_bytes=breakdown.total, scale_max_bytes=scale)
+    cards = tuple(
+        ChartBar(gpu.name, 0, CHART_UNITS * gpu.usable_bytes / scale,
+                 "fits" if gpu.usable_bytes >= breakdown.total else "short", gpu.usable_bytes,
+                 gpu.memory_nominal_gb)
+        for gpu in sorted(gpus, key=lambda g: (-g.usable_bytes, g.name))
+    )
+    return Chart(segments=tuple(segments), cards=cards, total_bytes=breakdown.total,
+                 scale_max_bytes=scale, marker_x=CHART_UNITS * breakdown.total / scale)
 
 
 def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView:

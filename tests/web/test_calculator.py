@@ -73,7 +73,7 @@ def test_deep_link_preselects_model_method_and_card(client: TestClient) -> None:
 
 def test_full_fine_tune_of_70b_says_what_it_takes(client: TestClient) -> None:
     body = client.get("/?model=llama-3.1-70b&method=full&optimizer=adamw").text
-    assert "No card or system we sell holds this job as set" in body
+    assert "Does not fit one card; it takes 8× NVIDIA H200 NVL with ZeRO-3" in body
     assert "Spread over" in body
 
 

@@ -100,3 +100,40 @@ def test_language_links_are_marked_for_the_script_that_keeps_them_current(
 ) -> None:
     body = client.get("/?model=qwen3-8b&batch=2").text
     assert 'data-lang-switch="de" href="/lang/de?next=/%3Fmodel%3Dqwen3-8b%26batch%3D2"' in body
+
+
+def total_gb(body: str) -> float:
+    match = re.search(r'id="fig-total">([\d.,]+)\u00a0GB<', body)
+    assert match
+    return float(match.group(1).replace(",", ""))
+
+
+def test_checkpointing_is_on_by_default_for_large_models_and_says_so(client: TestClient) -> None:
+    """Issue 18, point 12: 70B QLoRA at the page's defaults is sized as its recipes run it."""
+    automatic = client.get("/?model=llama-3.1-70b&method=qlora").text
+    off = client.get("/?model=llama-3.1-70b&method=qlora&ckpt=0").text
+    assert 'id="ckpt-note"' in automatic and 'id="ckpt-note"' not in off
+    assert total_gb(automatic) < total_gb(off) / 2
+    assert '<option value="" selected>Automatic</option>' in automatic
+    assert total_gb(client.get("/?model=llama-3.1-70b&method=qlora&ckpt=1").text) == total_gb(
+        automatic)
+    small = client.get("/?model=llama-3.1-8b&method=lora").text
+    assert 'id="ckpt-note"' not in small
+    assert total_gb(small) == total_gb(client.get("/?model=llama-3.1-8b&method=lora&ckpt=0").text)
+    long_sequence = client.get("/?model=llama-3.1-8b&method=lora&seq=8192").text
+    assert 'id="ckpt-note"' in long_sequence
+
+
+def test_cards_show_nominal_and_usable_memory_and_full_names_in_the_chart(
+    client: TestClient,
+) -> None:
+    """Issue 18, point 13."""
+    body = client.get("/?model=llama-3.1-8b&method=lora").text.replace("\u00a0", " ")
+    assert "48 GB card, 51.3 GB usable" in body
+    assert 'id="gib-note"' in body
+    chart = body[body.index('class="chart"'):body.index("</figure>")]
+    for name in ("NVIDIA RTX PRO 5000 Blackwell 48GB", "NVIDIA RTX PRO 5000 Blackwell 72GB",
+                 "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"):
+        assert f'<p class="chart-label">{name} <span' in chart
+    assert chart.count('class="marker"') == 8
+    assert "<text" not in chart, "chart text is HTML, sized like the page's"

@@ -82,8 +82,9 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
                              "seq": str(body.seq_len)}
     if body.method != "full":
         query.update(rank=str(body.lora_rank), targets=body.lora_targets)
+    # ckpt explicit both ways: the page's own default is "automatic" (issue 18, point 12)
     extra: dict[str, Any] = {
-        "quant": body.quant or "", "ckpt": "1" if body.gradient_checkpointing else "",
+        "quant": body.quant or "", "ckpt": "1" if body.gradient_checkpointing else "0",
         "attention": body.attention if body.attention != "flash" else "",
         "gpus": str(body.gpus) if body.gpus != 1 else "",
         "sharding": body.sharding if body.sharding != "none" else "",

@@ -73,7 +73,7 @@ def test_page_cli_and_api_agree(
     # The page: the view the calculator renders for this shareable query.
     query = {"model": model, "method": method, "batch": str(batch), "seq": str(seq),
              "optimizer": optimizer, "gpus": str(gpus), "sharding": sharding,
-             **({"ckpt": "1"} if ckpt else {}), **dtypes}
+             "ckpt": "1" if ckpt else "0", **dtypes}
     calc, errors = form.parse(query)
     with seeded() as session:
         catalog = catalog_service.get_catalog(session, caches.catalog)
