@@ -25,7 +25,7 @@ from app.ops import router as ops_router
 from app.ops.links import PublicRedirects
 from app.ops.middleware import RequestContextMiddleware
 from app.staff import routes as staff_routes
-from app.web import calculator, health, pages, quotes
+from app.web import calculator, health, pages, quotes, serving
 from app.web import errors as web_errors
 
 
@@ -62,6 +62,7 @@ def create_app(settings: Settings, *, caches: Caches | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(ops_router.router)
     app.include_router(calculator.router)
+    app.include_router(serving.router)
     app.include_router(quotes.router)
     app.include_router(pages.router)
     web_errors.register(app)

@@ -8,7 +8,7 @@ into messages the catalogs translate.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -329,27 +329,33 @@ def _verdict(calc: CalculatorInput, rows: tuple[CardRow, ...],
 
 
 def _chart(result: EstimateResult, gpus: tuple[GpuRecord, ...]) -> Chart:
-    """One bar for the job (by part) and one per card with its full name, largest first, all
-    on one scale, with the job's total marked on each card's bar."""
     breakdown = result.per_gpu_bytes
-    scale = max([breakdown.total, *(gpu.usable_bytes for gpu in gpus)]) or 1
+    return bar_chart([(label, key, int(getattr(breakdown, key))) for key, label in SEGMENTS],
+                     breakdown.total, gpus)
+
+
+def bar_chart(parts: Sequence[tuple[str, str, int]], total: int,
+              gpus: tuple[GpuRecord, ...]) -> Chart:
+    """One bar for the job (by part: label, css class, bytes) and one per card with its full
+    name, largest first, all on one scale, with the job's total marked on each card's bar.
+    The Serve mode's chart is drawn by the same function (``app/web/serving_view.py``)."""
+    scale = max([total, *(gpu.usable_bytes for gpu in gpus)]) or 1
     x = 0.0
     segments: list[ChartBar] = []
-    for key, label in SEGMENTS:
-        value = int(getattr(breakdown, key))
+    for label, css, value in parts:
         if value <= 0:
             continue
         width = CHART_UNITS * value / scale
-        segments.append(ChartBar(label, x, width, key, value))
+        segments.append(ChartBar(label, x, width, css, value))
         x += width
     cards = tuple(
         ChartBar(gpu.name, 0, CHART_UNITS * gpu.usable_bytes / scale,
-                 "fits" if gpu.usable_bytes >= breakdown.total else "short", gpu.usable_bytes,
+                 "fits" if gpu.usable_bytes >= total else "short", gpu.usable_bytes,
                  gpu.memory_nominal_gb)
         for gpu in sorted(gpus, key=lambda g: (-g.usable_bytes, g.name))
     )
-    return Chart(segments=tuple(segments), cards=cards, total_bytes=breakdown.total,
-                 scale_max_bytes=scale, marker_x=CHART_UNITS * breakdown.total / scale)
+    return Chart(segments=tuple(segments), cards=cards, total_bytes=total,
+                 scale_max_bytes=scale, marker_x=CHART_UNITS * total / scale)
 
 
 def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView:

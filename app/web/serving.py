@@ -1,0 +1,87 @@
+"""The calculator's Serve mode at ``/serve``: the same URL serves the page, the htmx result
+and shared links, as the fine-tuning calculator at ``/`` does.
+
+* ``GET /serve?model=...&users=...`` renders the whole result on the server (a shareable
+  link, no JavaScript needed); with ``HX-Request`` only the result and the field errors.
+* ``POST /serve`` is the no-JavaScript form: redirected (303) to its shareable GET URL; htmx
+  gets the fragment plus ``HX-Push-Url`` so the address bar follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+from sqlalchemy.orm import Session
+
+from app import caches
+from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog
+from app.errors import InvalidInput, NotFound
+from app.estimates import serving as serving_service
+from app.estimates.service import EstimateCache
+from app.html import htmx
+from app.html.forms import N_, FieldErrors, FormBody, read_form
+from app.html.templating import render
+from app.http.session import DbSession
+from app.web import engine_errors, result_view, serving_view
+from app.web import serving_form as form
+from app.web.calculator import model_groups
+from app.web.serving_form import ServeInput
+
+router = APIRouter(include_in_schema=False)
+
+TEMPLATE = "web/serve.html"
+FRAGMENTS = ("result", "field_errors")
+
+
+def size(catalog: Catalog, calc: ServeInput, errors: FieldErrors, *,
+         cache: EstimateCache) -> tuple[Any, int]:
+    """The serve view, or None with the status the errors call for (422, or 404)."""
+    if calc.gpu and all(gpu.slug != calc.gpu for gpu in catalog.gpus):
+        errors.add("gpu", N_("No such card in our catalog."))
+    if errors:
+        return None, 404 if "model" in errors.messages or "gpu" in errors.messages else 422
+    try:
+        sizing = serving_service.serving_sizing(catalog, calc.request(), cache=cache)
+    except NotFound as exc:
+        errors.add(form.engine_error_field(exc.field), N_("No such model in our catalog."))
+        return None, 404
+    except InvalidInput as exc:
+        engine_errors.add(errors, form.engine_error_field(exc.field), exc)
+        return None, 422
+    return serving_view.build(calc, catalog, sizing), 200
+
+
+def page(request: Request, session: Session, data: Mapping[str, str], *,
+         status: int | None = None, headers: Mapping[str, str] | None = None) -> HTMLResponse:
+    """Parse, size, render: the page or, for htmx, the result and the field errors."""
+    calc, errors = form.parse(data)
+    cached = caches.of(request)
+    catalog = catalog_service.get_catalog(session, cached.catalog)
+    view, computed_status = size(catalog, calc, errors, cache=cached.estimates)
+    return render(
+        request, TEMPLATE,
+        {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
+         "groups": model_groups(catalog.models), "form": form,
+         "stock_labels": result_view.STOCK_LABELS},
+        blocks=FRAGMENTS, status_code=status or computed_status, headers=headers,
+    )
+
+
+@router.get("/serve", response_class=HTMLResponse)
+def serve_page(request: Request, session: DbSession) -> HTMLResponse:
+    """The Serve mode with the result for the query (defaults on first load)."""
+    return page(request, session, request.query_params)
+
+
+@router.post("/serve", response_class=HTMLResponse)
+def serve_submit(request: Request, session: DbSession,
+                 body: Annotated[FormBody, Depends(read_form)]) -> Response:
+    """No-JavaScript submit goes to the shareable URL; htmx gets the fragment."""
+    calc, errors = form.parse(body.fields)
+    if not errors and not htmx.is_htmx(request):
+        return Response(status_code=303, headers={"Location": calc.url()})
+    return page(request, session, body.fields, headers={"HX-Push-Url": calc.url()})

@@ -1,0 +1,121 @@
+"""The calculator's Serve mode: its fields, parsed from a query or a form into a serving request.
+
+One parser for ``GET /serve?...`` (shareable links), the no-JavaScript POST and htmx, so a link
+always reproduces the result it was copied from. Short parameter names keep links readable:
+``/serve?model=llama-3.1-8b&weights=awq&kv=fp8&context=32768&users=16``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, cast
+from urllib.parse import urlencode
+
+from app.engine.serving import (
+    KV_DTYPES,
+    MAX_CONCURRENCY,
+    MAX_CONTEXT,
+    MAX_GPUS,
+    RUNTIMES,
+    KvDtype,
+    Runtime,
+    ServingJob,
+)
+from app.engine.serving_weights import WEIGHT_FORMATS, WeightFormat
+from app.estimates.serving import ServingRequest
+from app.html import forms
+from app.html.forms import N_, FieldErrors
+
+DEFAULT_MODEL: Final = "llama-3.1-8b"
+DEFAULTS: Final = {"weights": "bf16", "kv": "auto", "context": 8192, "users": 1, "gpus": 1,
+                   "runtime": "vllm"}
+
+WEIGHT_LABELS: Final = {
+    "bf16": N_("bf16 (as released)"), "fp16": N_("fp16"),
+    "fp8": N_("FP8 (8-bit weights and activations)"), "int8": N_("INT8 (W8A8)"),
+    "awq": N_("AWQ 4-bit (group 128)"), "gptq": N_("GPTQ 4-bit (group 128)"),
+    "nvfp4": N_("NVFP4 (4-bit, Blackwell)"), "mxfp4": N_("MXFP4 (4-bit experts, as gpt-oss)"),
+    "gguf-q4_k_m": N_("GGUF Q4_K_M (llama.cpp)"), "gguf-q8_0": N_("GGUF Q8_0 (llama.cpp)"),
+}
+KV_LABELS: Final = {
+    "auto": N_("As the model (16-bit)"), "bf16": N_("bf16"), "fp16": N_("fp16"),
+    "fp8": N_("FP8 (half the memory)"),
+}
+RUNTIME_LABELS: Final = {
+    "vllm": N_("vLLM"), "sglang": N_("SGLang"), "llama.cpp": N_("llama.cpp"),
+}
+ADVANCED_FIELDS: Final = ("gpus", "runtime", "gpu")
+FIELDS: Final = ("model", "weights", "kv", "context", "users", "gpus", "runtime", "gpu")
+ENGINE_FIELDS: Final = {"weights": "weights", "kv_cache": "kv", "context": "context",
+                        "concurrency": "users", "gpus": "gpus", "runtime": "runtime",
+                        "gpu": "gpu", "model": "model"}
+"""The service's field names (the API's and the CLI's) on the form's."""
+
+
+@dataclass
+class ServeInput:
+    """What the customer asked the Serve mode (defaults on first load)."""
+
+    model: str = DEFAULT_MODEL
+    weights: str = "bf16"
+    kv: str = "auto"
+    context: int = 8192
+    users: int = 1
+    gpus: int = 1
+    runtime: str = "vllm"
+    gpu: str = ""
+
+    @property
+    def advanced_set(self) -> bool:
+        return self.gpus != 1 or self.runtime != "vllm" or bool(self.gpu)
+
+    def query(self) -> dict[str, str]:
+        """The non-default fields, for a shareable URL."""
+        values = {"model": self.model, "weights": self.weights, "kv": self.kv,
+                  "context": str(self.context), "users": str(self.users),
+                  "gpus": str(self.gpus), "runtime": self.runtime, "gpu": self.gpu}
+        return {key: value for key, value in values.items()
+                if key == "model" or (value and value != str(DEFAULTS.get(key, "")))}
+
+    def url(self) -> str:
+        return "/serve?" + urlencode(self.query())
+
+    def request(self) -> ServingRequest:
+        job = ServingJob(
+            weights=cast(WeightFormat, self.weights), kv_cache=cast(KvDtype, self.kv),
+            context=self.context, concurrency=self.users, gpus=self.gpus,
+            runtime=cast(Runtime, self.runtime),
+        )
+        return ServingRequest(job=job, model_slug=self.model,
+                              gpu_slugs=(self.gpu,) if self.gpu else ())
+
+
+def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
+    """Every field of the Serve form, each problem an error under the field's name."""
+    errors = FieldErrors()
+    calc = ServeInput(
+        model=forms.text(data, "model", errors, default=DEFAULT_MODEL, max_length=100)
+        or DEFAULT_MODEL,
+        weights=forms.choice(data, "weights", errors, choices=WEIGHT_FORMATS, default="bf16"),
+        kv=forms.choice(data, "kv", errors, choices=KV_DTYPES, default="auto"),
+        context=forms.integer(data, "context", errors, default=8192, minimum=1,
+                              maximum=MAX_CONTEXT),
+        users=forms.integer(data, "users", errors, default=1, minimum=1,
+                            maximum=MAX_CONCURRENCY),
+        gpus=forms.integer(data, "gpus", errors, default=1, minimum=1, maximum=MAX_GPUS),
+        runtime=forms.choice(data, "runtime", errors, choices=RUNTIMES, default="vllm"),
+        gpu=forms.text(data, "gpu", errors, max_length=100),
+    )
+    return calc, errors
+
+
+def engine_error_field(field: str) -> str:
+    """The form field a service error names (a config's fields belong to the model)."""
+    return ENGINE_FIELDS.get(field, "model")
+
+
+MAX_CONTEXT_FIELD: Final = MAX_CONTEXT
+MAX_USERS: Final = MAX_CONCURRENCY
+MAX_GPUS_FIELD: Final = MAX_GPUS
+"""The bounds the page shows beside its number fields (the engine's)."""

@@ -1,0 +1,200 @@
+"""Shape a serving sizing for the Serve page: verdict, card and system rows, chart geometry.
+
+No byte is computed here (docs/architecture.md rule 2): every figure comes from
+:func:`app.estimates.serving.serving_sizing`; this module picks, orders and labels them, and
+words the engine's warnings, levers and assumptions by their keys in the customer's language.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import urlencode
+
+from app.catalog.schemas import Catalog, ModelRecord, SystemRecord
+from app.engine import serving as engine
+from app.engine.serving import ServingFit, ServingLever, ServingResult
+from app.estimates.serving import ServingSizing
+from app.html.forms import N_, FieldError
+from app.web.result_view import Chart, bar_chart
+from app.web.serving_form import ServeInput
+
+SEGMENTS: Final[tuple[tuple[str, str], ...]] = (
+    ("weights", N_("Weights")), ("kv_cache", N_("KV cache for these users")),
+    ("activations", N_("Activations")), ("cuda_graphs", N_("CUDA graphs")),
+    ("overhead", N_("Runtime overhead")),
+)
+SEGMENT_CSS: Final = {"weights": "weights", "kv_cache": "kv", "activations": "activations",
+                      "cuda_graphs": "graphs", "overhead": "overhead"}
+
+WARNINGS: Final = {
+    engine.FP8_WEIGHT_ONLY_WARNING: N_(
+        "No FP8 tensor cores on this card: FP8 weights save memory here, not compute."),
+    engine.FP4_WEIGHT_ONLY_WARNING: N_(
+        "FP4 tensor cores are Blackwell-only: on this card NVFP4/MXFP4 weights save memory and "
+        "bandwidth but get no FP4 compute."),
+    engine.UNIFIED_WARNING: N_(
+        "Shared memory: the operating system uses the same memory, so the runtime may take at "
+        "most 85 % of it."),
+    engine.GRAPH_HEADROOM_WARNING: N_(
+        "Little room is left beside the runtime's share for CUDA graphs; start-up may run out "
+        "of memory."),
+    engine.CONTEXT_BEYOND_MODEL_WARNING: N_(
+        "The context is longer than this model was trained for."),
+}
+FORMAT_NAMES: Final = {"awq": "AWQ", "gptq": "GPTQ", "nvfp4": "NVFP4", "mxfp4": "MXFP4",
+                       "gguf-q4_k_m": "GGUF Q4_K_M", "fp8": "FP8"}
+"""Format names as written in any language (the levers' wording takes them)."""
+LEVERS: Final = {
+    "fp8_kv_cache": N_("an FP8 KV cache"),
+    "four_bit_weights": N_("4-bit weights (%(format)s)"),
+    "more_gpus": N_("%(gpus)s cards (tensor parallel)"),
+    "shorter_context": N_("a context of %(context)s tokens"),
+}
+ASSUMPTIONS: Final = {
+    "units": N_("GB = 10⁹ bytes; per GPU"),
+    "vllm": N_("vLLM %(version)s as it sizes memory at start-up: the card times its memory "
+               "share (0.9) less the weights, the activation peak of its profile run and "
+               "runtime memory; the rest holds the KV cache, in blocks of 16 tokens"),
+    "vllm_graphs": N_("CUDA graphs and the CUDA context live in the memory vLLM leaves free"),
+    "sglang": N_("SGLang %(version)s: its static memory share holds weights and the KV cache"),
+    "llama_cpp": N_("llama.cpp: the whole card; the KV cache for every user's context, layers "
+                    "split over the cards"),
+    "weights": N_("weights in %(format)s: only the linear layers are quantised; embeddings, "
+                  "output layer and norms stay 16-bit"),
+    "kv": N_("KV cache in %(dtype)s: %(bytes)s bytes per token per GPU, counting key/value "
+             "heads, not attention heads"),
+    "mla": N_("multi-head latent attention: one latent of %(latent)s values per token and "
+              "layer"),
+    "sliding": N_("%(layers)s sliding-window layers keep at most %(window)s tokens per user"),
+    "linear": N_("%(layers)s linear-attention/Mamba layers keep a fixed state per user"),
+    "tp": N_("the model split over %(gpus)s cards (tensor parallel)"),
+    "decode": N_("speed per user: each step reads the weights and every user's KV cache at "
+                 "%(efficiency)s of the card's memory bandwidth (calibrated on published "
+                 "measurements)"),
+    "prefill": N_("prompt speed: 2 operations per active parameter and token at %(mfu)s of the "
+                  "card's peak"),
+    "moe": N_("mixture of experts: each step reads the experts the users' tokens touch"),
+}
+"""The serving engine's assumptions (``SERVING_ASSUMPTION_TEXTS``), by key."""
+
+
+@dataclass(frozen=True)
+class ServeRow:
+    """One card (``gpus`` of it) or one system, as the table shows it."""
+
+    kind: str
+    slug: str
+    name: str
+    gpus: int
+    fit: ServingFit
+    price_eur_net: object
+    stock_status: str
+    product_url: str | None
+    quote_url: str
+    recommended: bool
+    levers: tuple[FieldError, ...]
+    warnings: tuple[FieldError, ...]
+
+    @property
+    def state(self) -> str:
+        return "ok" if self.fit.fits else "no"
+
+
+@dataclass(frozen=True)
+class ServeView:
+    result: ServingResult
+    model: ModelRecord | None
+    verdict: FieldError
+    fits_any: bool
+    cards: tuple[ServeRow, ...]
+    systems: tuple[ServeRow, ...]
+    chart: Chart
+    legend: tuple[tuple[str, str, int], ...]
+    assumptions: tuple[FieldError, ...]
+
+
+def quote_url(calc: ServeInput, item: str) -> str:
+    """The quote form for this item, with the model the customer sized."""
+    return "/quote?" + urlencode({"item": item, "model": calc.model})
+
+
+def _levers(levers: tuple[ServingLever, ...], gpu: str) -> tuple[FieldError, ...]:
+    found: list[FieldError] = []
+    for lever in levers:
+        if lever.gpu != gpu or lever.lever not in LEVERS:
+            continue
+        params: dict[str, int | str] = {
+            key: value if isinstance(value, int) else FORMAT_NAMES.get(str(value), str(value))
+            for key, value in lever.change.items()}
+        if "weights" in params:
+            params = {"format": params["weights"]}
+        found.append(FieldError(LEVERS[lever.lever], params))
+    return tuple(found)
+
+
+def _warnings(fit: ServingFit) -> tuple[FieldError, ...]:
+    return tuple(FieldError(WARNINGS[w]) for w in fit.warnings if w in WARNINGS)
+
+
+def _system_row(calc: ServeInput, system: SystemRecord, gpus: int, fit: ServingFit
+                ) -> ServeRow:
+    return ServeRow(
+        kind="system", slug=system.slug, name=system.name, gpus=gpus, fit=fit,
+        price_eur_net=system.price_eur_net, stock_status=system.stock_status,
+        product_url=system.product_url, quote_url=quote_url(calc, f"system:{system.slug}"),
+        recommended=False, levers=(), warnings=_warnings(fit))
+
+
+def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeView:
+    """The page's view of a serving sizing."""
+    result = sizing.result
+    gpus = {gpu.slug: gpu for gpu in catalog.gpus}
+    fitting = [fit for fit in result.fits if fit.fits and fit.gpu in gpus]
+    best = min(fitting, key=lambda fit: (fit.usable_bytes, fit.gpu)) if fitting else None
+    cards = tuple(
+        ServeRow(kind="gpu", slug=fit.gpu, name=gpus[fit.gpu].name, gpus=calc.gpus, fit=fit,
+                 price_eur_net=gpus[fit.gpu].price_eur_net,
+                 stock_status=gpus[fit.gpu].stock_status,
+                 product_url=gpus[fit.gpu].product_url,
+                 quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
+                 recommended=best is not None and fit.gpu == best.gpu,
+                 levers=_levers(result.levers, fit.gpu), warnings=_warnings(fit))
+        for fit in result.fits if fit.gpu in gpus)
+    systems = tuple(_system_row(calc, row.system, row.gpus, row.fit) for row in sizing.systems
+                    if not calc.gpu or row.gpu.slug == calc.gpu)
+    fitting_systems = [row for row in systems if row.fit.fits]
+    if best is not None:
+        verdict = FieldError(N_("%(name)s serves %(users)s users at %(context)s tokens each, "
+                                "up to %(most)s at once."),
+                             {"name": gpus[best.gpu].name, "users": calc.users,
+                              "context": calc.context, "most": best.max_concurrency})
+    elif fitting_systems:
+        first = min(fitting_systems, key=lambda row: (row.gpus, row.slug))
+        verdict = FieldError(N_("No single card serves this; the %(name)s does (%(gpus)s "
+                                "cards), up to %(most)s users at once."),
+                             {"name": first.name, "gpus": first.gpus,
+                              "most": first.fit.max_concurrency})
+    else:
+        verdict = FieldError(N_("No card or system we sell serves this as set; see the "
+                                "changes in the table."))
+    breakdown = result.per_gpu_bytes
+    legend = tuple((SEGMENT_CSS[key], label, int(getattr(breakdown, key)))
+                   for key, label in SEGMENTS)
+    assumptions = tuple(
+        FieldError(ASSUMPTIONS[key], _assumption_params(key, values))
+        for key, values in result.assumption_items if key in ASSUMPTIONS)
+    return ServeView(
+        result=result, model=next((m for m in catalog.models if m.slug == calc.model), None),
+        verdict=verdict, fits_any=best is not None or bool(fitting_systems), cards=cards,
+        systems=systems,
+        chart=bar_chart([(label, SEGMENT_CSS[key], int(getattr(breakdown, key)))
+                         for key, label in SEGMENTS], breakdown.total,
+                        tuple(gpus[r.slug] for r in cards)),
+        legend=legend, assumptions=assumptions)
+
+
+def _assumption_params(key: str, values: dict[str, str | int | float]) -> dict[str, int | str]:
+    """The engine's values for the page's wording (floats as their text)."""
+    return {name: value if isinstance(value, int | str) else str(value)
+            for name, value in values.items()}
