@@ -308,8 +308,9 @@ def serving_estimate(shape: ModelShape, layout: KvLayout, job: ServingJob,
                      gpus: Sequence[ServingGpu], *, with_levers: bool = True) -> ServingResult:
     """Hold a serving job against each card (``job.gpus`` of them, tensor parallel)."""
     validate(job)
-    fits = tuple(_fit(shape, layout, job, gpu) for gpu in gpus)
-    levers = _levers(shape, layout, job, gpus, fits) if with_levers else ()
+    memo: WeightMemo = {}
+    fits = tuple(_fit(shape, layout, job, gpu, memo) for gpu in gpus)
+    levers = _levers(shape, layout, job, gpus, fits, memo) if with_levers else ()
     items = assumption_items(shape, layout, job)
     request = _request_bytes(layout, job, _batched_tokens(job, None))
     return ServingResult(
@@ -416,8 +417,19 @@ class _Budget:
     headroom_short: bool
 
 
-def _budget(shape: ModelShape, job: ServingJob, gpu: ServingGpu) -> _Budget:
-    weights = weight_bytes(shape, job.weights, job.gpus).total
+WeightMemo = dict[tuple[str, int], int]
+"""Weight bytes per (format, GPUs) within one estimate: the cards and levers ask again."""
+
+
+def _weights(shape: ModelShape, job: ServingJob, memo: WeightMemo) -> int:
+    key = (job.weights, job.gpus)
+    if key not in memo:
+        memo[key] = weight_bytes(shape, job.weights, job.gpus).total
+    return memo[key]
+
+
+def _budget(shape: ModelShape, job: ServingJob, gpu: ServingGpu, memo: WeightMemo) -> _Budget:
+    weights = _weights(shape, job, memo)
     total = gpu.total_bytes
     batched = _batched_tokens(job, gpu)
     if job.runtime == "sglang":
@@ -456,8 +468,10 @@ def _budget(shape: ModelShape, job: ServingJob, gpu: ServingGpu) -> _Budget:
                    headroom < CUDA_GRAPH_BYTES + CUDA_CONTEXT_BYTES)
 
 
-def _fit(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu) -> ServingFit:
-    b = _budget(shape, job, gpu)
+def _fit(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu,
+         memo: WeightMemo) -> ServingFit:
+    """The job on one card."""
+    b = _budget(shape, job, gpu, memo)
     capacity = max(0, b.available)
     per_token = _kv_per_token(layout, job)
     page = per_token * BLOCK_TOKENS
@@ -471,15 +485,16 @@ def _fit(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu) 
     breakdown = ServingBreakdown(
         weights=b.weights, activations=b.activations, cuda_graphs=b.graphs, overhead=b.overhead,
         kv_cache=need, total=b.weights + b.activations + b.graphs + b.overhead + need)
-    warnings = _card_warnings(job, gpu, b, shape)
     return ServingFit(
         gpu=gpu.slug, name=gpu.name, usable_bytes=gpu.total_bytes, budget_bytes=b.budget,
         kv_cache_capacity_bytes=capacity, kv_cache_capacity_tokens=tokens,
         max_concurrency=min(max_concurrency, MAX_CONCURRENCY), max_context=max_context,
-        fits=fits, decode_tokens_per_s=decode_speed(shape, layout, job, gpu),
-        prefill_tokens_per_s=prefill_speed(shape, job, gpu), per_gpu_bytes=breakdown,
+        fits=fits,
+        decode_tokens_per_s=decode_speed(shape, layout, job, gpu, weights_total=b.weights),
+        prefill_tokens_per_s=prefill_speed(shape, job, gpu),
+        per_gpu_bytes=breakdown,
         max_num_batched_tokens=b.batched, gpu_memory_utilization=round(b.utilization, 4),
-        warnings=warnings,
+        warnings=_card_warnings(job, gpu, b, shape),
     )
 
 
@@ -520,25 +535,26 @@ class DecodeStep:
         return self.bytes_read / (bandwidth_gbps * 1e9 * efficiency) + self.fixed_seconds
 
 
-def decode_step(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu
-                ) -> DecodeStep:
+def decode_step(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu, *,
+                weights_total: int | None = None) -> DecodeStep:
     """One step at ``job.concurrency`` requests of ``job.context`` tokens: the weights the batch
     touches and each request's KV cache once, on every GPU in parallel, plus the per-layer
     fixed time (and the all-reduces under tensor parallelism)."""
     batch = job.concurrency
-    weights = active_weight_bytes(shape, job.weights, job.gpus, batch)
+    weights = active_weight_bytes(shape, job.weights, job.gpus, batch, total=weights_total)
     kv = batch * _request_bytes(layout, job, _batched_tokens(job, gpu))
     fixed = shape.num_layers * (DECODE_LAYER_OVERHEAD_S
                                 + (2 * TP_ALLREDUCE_S if job.gpus > 1 else 0))
     return DecodeStep(bytes_read=weights + kv, fixed_seconds=fixed)
 
 
-def decode_speed(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu
-                 ) -> DecodeSpeed | None:
+def decode_speed(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu, *,
+                 weights_total: int | None = None) -> DecodeSpeed | None:
     """Tokens per second per request and in total at ``job.concurrency`` requests."""
     if not gpu.memory_bandwidth_gbps:
         return None
-    per_request = 1 / decode_step(shape, layout, job, gpu).seconds(gpu.memory_bandwidth_gbps)
+    step = decode_step(shape, layout, job, gpu, weights_total=weights_total)
+    per_request = 1 / step.seconds(gpu.memory_bandwidth_gbps)
     return DecodeSpeed(per_request=round(per_request, 2),
                        total=round(per_request * job.concurrency, 2))
 
@@ -589,7 +605,7 @@ def _lever_jobs(shape: ModelShape, job: ServingJob, gpu: ServingGpu
 
 
 def _levers(shape: ModelShape, layout: KvLayout, job: ServingJob, gpus: Sequence[ServingGpu],
-            fits: Sequence[ServingFit]) -> tuple[ServingLever, ...]:
+            fits: Sequence[ServingFit], memo: WeightMemo) -> tuple[ServingLever, ...]:
     """For each card the job does not fit: each change that makes it fit, alone."""
     levers: list[ServingLever] = []
     for gpu, fit in zip(gpus, fits, strict=True):
@@ -597,10 +613,15 @@ def _levers(shape: ModelShape, layout: KvLayout, job: ServingJob, gpus: Sequence
             continue
         for name, change in _lever_jobs(shape, job, gpu):
             changed = replace(job, **change)  # type: ignore[arg-type]
-            result = _fit(shape, layout, changed, gpu)
-            if result.fits:
-                levers.append(ServingLever(gpu.slug, name, change, result.max_concurrency,
-                                           result.max_context))
+            b = _budget(shape, changed, gpu, memo)
+            capacity = max(0, b.available)
+            request = _request_bytes(layout, changed, b.batched)
+            if b.available <= 0 or request * changed.concurrency > capacity:
+                continue
+            limit = max(shape.max_positions or MAX_CONTEXT, changed.context)
+            levers.append(ServingLever(
+                gpu.slug, name, change, min(capacity // request, MAX_CONCURRENCY),
+                _longest_context(layout, changed, capacity, b.batched, limit)))
     return tuple(levers)
 
 

@@ -124,12 +124,14 @@ def weight_bytes(shape: ModelShape, fmt: WeightFormat, tp: int) -> WeightBytes:
     return WeightBytes(quantised=int(quantised), sixteen_bit=int(kept))
 
 
-def active_weight_bytes(shape: ModelShape, fmt: WeightFormat, tp: int, batch: int) -> int:
+def active_weight_bytes(shape: ModelShape, fmt: WeightFormat, tp: int, batch: int, *,
+                        total: int | None = None) -> int:
     """Weight bytes one decode step reads on one GPU at ``batch`` requests: every dense weight,
     and of the experts the share the batch touches. With ``k`` of ``E`` experts per token
     routed evenly, a batch of ``B`` tokens leaves an expert untouched with probability
-    ``(1 - k/E)^B``."""
-    total = weight_bytes(shape, fmt, tp).total
+    ``(1 - k/E)^B``. ``total``: :func:`weight_bytes`'s total, when the caller has it."""
+    if total is None:
+        total = weight_bytes(shape, fmt, tp).total
     if not shape.is_moe:
         return total
     expert_share = 0.0
