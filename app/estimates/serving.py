@@ -30,6 +30,7 @@ from app.engine.serving import (
 )
 from app.engine.serving import serving_estimate as engine_serving_estimate
 from app.engine.serving_kv import KvLayout, kv_layout
+from app.engine.serving_weights import weight_bytes
 from app.errors import InvalidInput
 from app.estimates.service import (
     CUSTOM_COMPUTE_CAPABILITY,
@@ -260,6 +261,68 @@ def decode_cases(path: Path = DECODE_MEASUREMENTS) -> tuple[DecodeCase, ...]:
             model=item["model"], format=item["format"],
             measured_tokens_per_s=item["tokens_per_s"],
             predicted_tokens_per_s=round(predicted, 2), implied_efficiency=implied))
+    return tuple(cases)
+
+
+VLLM_LOGS = ROOT / "tools" / "serving" / "vllm_logs.json"
+
+
+@dataclass(frozen=True, slots=True)
+class LogCase:
+    """One real vLLM start-up log beside the engine's figures for what it was given."""
+
+    id: str
+    source: str
+    model: str
+    gpu: str
+    logged_weights_gib: float | None
+    weights_gib: float | None
+    logged_pool_gib: float | None
+    pool_gib: float | None
+    """The engine's KV pool, where the log prints the card's total (else None)."""
+    logged_concurrency: float | None
+    concurrency: float | None
+
+
+def log_cases(path: Path = VLLM_LOGS) -> tuple[LogCase, ...]:
+    """Each logged start-up with the engine's weights, KV pool and concurrency for it."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    cases: list[LogCase] = []
+    for item in document["cases"]:
+        config_path = item["config"] or f"app/catalog/seed/models/{item['model']}.json"
+        config = {**json.loads((ROOT / config_path).read_text(encoding="utf-8")),
+                  **item["config_overrides"]}
+        shape = shape_of(config)
+        layout = kv_layout(config, shape)
+        job = ServingJob(
+            weights=item["weights_format"], kv_cache=item["kv_cache_dtype"],
+            context=item["max_model_len"], gpus=item["tensor_parallel"],
+            gpu_memory_utilization=item["gpu_memory_utilization"],
+            max_num_batched_tokens=item["max_num_batched_tokens"],
+            max_num_seqs=item["max_num_seqs"])
+        logged = item["logged"]
+        pool: int | None = None
+        if item["capacity_check"]:
+            gpu = ServingGpu("logged", item["gpu"] or "",
+                             int(item["total_gpu_memory_gib"] * 2**30), "9.0")
+            pool = engine_serving_estimate(shape, layout, job, [gpu],
+                                           with_levers=False).fits[0].kv_cache_capacity_bytes
+        request = layout.request_bytes(job.context, job.gpus, job.kv_dtype_bytes,
+                                       item["max_num_batched_tokens"])
+        basis = pool if pool is not None else (
+            int(logged["available_kv_gib"] * 2**30) if logged["available_kv_gib"] is not None
+            else logged["kv_tokens"] * layout.bytes_per_token(job.gpus, job.kv_dtype_bytes))
+        cases.append(LogCase(
+            id=item["id"], source=item["source"], model=item["checkpoint"],
+            gpu=f"{item['tensor_parallel']} x {item['gpu']}" if item["gpu"] else "",
+            logged_weights_gib=logged["weights_gib"],
+            weights_gib=(round(weight_bytes(shape, job.weights, job.gpus).total / 2**30, 2)
+                         if logged["weights_gib"] is not None else None),
+            logged_pool_gib=logged["available_kv_gib"],
+            pool_gib=round(pool / 2**30, 2) if pool is not None else None,
+            logged_concurrency=logged["max_concurrency"],
+            concurrency=(round(basis / request, 2) if logged["max_concurrency"] is not None
+                         else None)))
     return tuple(cases)
 
 

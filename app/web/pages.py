@@ -16,6 +16,7 @@ from app.engine.shapes import SUPPORTED_MODEL_TYPES
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path
 from app.html.templating import render
+from app.web import serving_view
 
 router = APIRouter(include_in_schema=False)
 
@@ -71,5 +72,5 @@ def how_we_calculate(request: Request) -> HTMLResponse:
         request, "web/how_we_calculate.html",
         {"terms": TERMS, "engine_version": ENGINE_VERSION, "accuracy": _accuracy(),
          "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON),
-         "model_types": SUPPORTED_MODEL_TYPES},
+         "model_types": SUPPORTED_MODEL_TYPES, "serving": serving_view.method_page()},
     )

@@ -14,7 +14,14 @@ from urllib.parse import urlencode
 from app.catalog.schemas import Catalog, ModelRecord, SystemRecord
 from app.engine import serving as engine
 from app.engine.serving import ServingFit, ServingLever, ServingResult
-from app.estimates.serving import ServingSizing
+from app.estimates.serving import (
+    DecodeCase,
+    LogCase,
+    ServingSizing,
+    decode_cases,
+    decode_summary,
+    log_cases,
+)
 from app.html.forms import N_, FieldError
 from app.web.result_view import Chart, bar_chart
 from app.web.serving_form import ServeInput
@@ -198,3 +205,25 @@ def _assumption_params(key: str, values: dict[str, str | int | float]) -> dict[s
     """The engine's values for the page's wording (floats as their text)."""
     return {name: value if isinstance(value, int | str) else str(value)
             for name, value in values.items()}
+
+
+@dataclass(frozen=True)
+class MethodPage:
+    """The Serve mode's part of "How we calculate": the real start-up logs and the published
+    decode speeds the serving engine is held to, with its figure and error for each."""
+
+    vllm_version: str
+    logs: tuple[LogCase, ...]
+    decode: tuple[DecodeCase, ...]
+    efficiency: float
+    median_error_pct: float
+    max_error_pct: float
+
+
+def method_page() -> MethodPage:
+    decode = decode_cases()
+    summary = decode_summary(decode)
+    return MethodPage(vllm_version=engine.VLLM_VERSION, logs=log_cases(), decode=decode,
+                      efficiency=engine.DECODE_EFFICIENCY,
+                      median_error_pct=round(100 * summary["median_error"], 1),
+                      max_error_pct=round(100 * summary["max_error"], 1))

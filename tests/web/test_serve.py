@@ -118,3 +118,28 @@ def test_every_engine_assumption_warning_and_lever_has_page_words() -> None:
     assert set(serving_view.WARNINGS) == warnings
     levers = {"fp8_kv_cache", "four_bit_weights", "more_gpus", "shorter_context"}
     assert set(serving_view.LEVERS) == levers
+
+
+def test_how_we_calculate_lists_the_logs_and_the_decode_measurements(
+        client: TestClient) -> None:
+    from app.estimates.serving import decode_cases, log_cases
+
+    body = client.get("/how-we-calculate").text
+    assert 'id="serving"' in body
+    for case in decode_cases():
+        assert case.source in body
+        assert f"{case.error * 100:.1f}" in body or f"{case.error * 100:,.1f}" in body
+    for log in log_cases():
+        assert log.source in body
+
+
+def test_log_cases_agree_with_the_logs_within_the_tests_tolerances() -> None:
+    from app.estimates.serving import log_cases
+
+    for case in log_cases():
+        if case.weights_gib is not None and case.logged_weights_gib is not None:
+            assert abs(case.weights_gib / case.logged_weights_gib - 1) < 0.03, case.id
+        if case.pool_gib is not None and case.logged_pool_gib is not None:
+            assert abs(case.pool_gib / case.logged_pool_gib - 1) < 0.10, case.id
+        if case.concurrency is not None and case.logged_concurrency is not None:
+            assert abs(case.concurrency / case.logged_concurrency - 1) < 0.10, case.id
