@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from app.engine.activations_hybrid import average_layer_bytes
 from app.engine.shapes import ModelShape
 from app.engine.states import LoraSetup, Method, lora_target_specs
 
@@ -181,6 +182,11 @@ def full_layer_bytes_per_token(shape: ModelShape, regime: Regime) -> int:
     norms = 2 * main_norm * h + (shape.norms_per_layer - 2) * extra_norm * h
     attention = 4 * shape.q_width + 4 * shape.kv_width + LOGSUMEXP_BYTES * shape.num_heads
     qk_norm = qk_norm_per_width * (shape.q_width + shape.kv_width) if shape.qk_norm else 0
+    if shape.mixer is not None:  # a hybrid: the average of its layers (activations_hybrid.py)
+        return average_layer_bytes(
+            shape, attention=attention + qk_norm, mlp=_mlp_bytes(shape, trainable=True),
+            norms=main_norm * h + NORM_STATS_BYTES // 2, adapters_total=0, trained=True,
+        )
     return _mlp_bytes(shape, trainable=True) + norms + attention + qk_norm + NORM_STATS_BYTES
 
 
@@ -208,6 +214,11 @@ def lora_layer_bytes_per_token(shape: ModelShape, lora: LoraSetup) -> int:
         per_layer = spec.layers / shape.num_layers
         routed = spec.active_copies if spec.copies > 1 else 1
         adapters += round(per_layer * routed * ((2 + mask) * spec.in_features + 2 * lora.rank))
+    if shape.mixer is not None:  # a hybrid: the average of its layers (activations_hybrid.py)
+        return average_layer_bytes(
+            shape, attention=attention + qk_norm, mlp=mlp, norms=4 * h + NORM_STATS_BYTES // 2,
+            adapters_total=adapters * shape.num_layers, trained=False,
+        )
     return mlp + norms + attention + qk_norm + adapters + NORM_STATS_BYTES
 
 

@@ -23,11 +23,13 @@ there is every other linear layer, the list a user has to give PEFT instead. Mea
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from app.engine.shapes import (
     MAX_LAYERS,
     LinearSpec,
+    MixerLayers,
     ModelShape,
     ShapeError,
     _assemble,
@@ -75,7 +77,7 @@ def _qwen_layer_kinds(cfg: _Config, layers: int) -> int:
 
 
 def _gated_delta_net(cfg: _Config, hidden: int, layers: int, *, split_proj: bool
-                     ) -> tuple[list[LinearSpec], int, int]:
+                     ) -> tuple[list[LinearSpec], int, int, MixerLayers]:
     """Gated DeltaNet layers: their linears, norm params and other params.
 
     Qwen3-Next fuses the input projections (``in_proj_qkvz``, ``in_proj_ba``); Qwen3.5 splits
@@ -101,7 +103,14 @@ def _gated_delta_net(cfg: _Config, hidden: int, layers: int, *, split_proj: bool
     linears.append(LinearSpec("out_proj", "o", value_dim, hidden, layers))
     norm = layers * values["linear_value_head_dim"]
     other = layers * (conv_dim * values["linear_conv_kernel_dim"] + 2 * v_heads)
-    return linears, norm, other
+    mixer = MixerLayers(
+        "gated_deltanet", layers, attention_layers=0, mlp_layers=0, key_dim=key_dim,
+        expanded_key_dim=v_heads * values["linear_key_head_dim"], value_dim=value_dim,
+        heads=v_heads,
+        state_per_head=values["linear_key_head_dim"] * values["linear_value_head_dim"],
+        conv_dim=conv_dim,
+    )
+    return linears, norm, other, mixer
 
 
 def _qwen_hybrid(cfg: _Config, model_type: str, *, moe: bool, peft_fused: bool,
@@ -125,7 +134,8 @@ def _qwen_hybrid(cfg: _Config, model_type: str, *, moe: bool, peft_fused: bool,
         LinearSpec("v_proj", "v", hidden, kv_width, full, bias=bias),
         LinearSpec("o_proj", "o", q_width, hidden, full, bias=bias),
     ] if full else []
-    delta, delta_norm, other = _gated_delta_net(cfg, hidden, linear_layers, split_proj=split_proj)
+    delta, delta_norm, other, mixer = _gated_delta_net(cfg, hidden, linear_layers,
+                                                       split_proj=split_proj)
     if linear_layers:
         linears += delta
     norms = (2 * layers + 1) * hidden + 2 * full * att.head_dim + delta_norm
@@ -157,12 +167,11 @@ def _qwen_hybrid(cfg: _Config, model_type: str, *, moe: bool, peft_fused: bool,
         tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,
         experts_per_token=active, moe_intermediate=moe_width,
     )
-    return _with_other(shape, other)
+    mixer = replace(mixer, attention_layers=full, mlp_layers=layers)
+    return replace(_with_other(shape, other), mixer=mixer if linear_layers else None)
 
 
 def _unadapted(spec: LinearSpec) -> LinearSpec:
-    from dataclasses import replace
-
     return replace(spec, lora_target=False)
 
 
@@ -189,8 +198,6 @@ def _moe_block(hidden: int, experts: int, active: int, width: int, shared: int, 
 
 
 def _with_other(shape: ModelShape, other: int) -> ModelShape:
-    from dataclasses import replace
-
     return replace(shape, split=replace(shape.split, other=shape.split.other + other))
 
 
@@ -274,6 +281,14 @@ def nemotron_h(cfg: _Config) -> ModelShape:
         other += n * (conv_dim * kernel + conv_bias + 3 * m_heads)
         norms += n * inner
     mlp_bias = cfg.flag("mlp_bias", False)
+    mixer = None
+    if count["mamba"]:
+        mixer = MixerLayers(
+            "mamba2", count["mamba"], attention_layers=count["attention"],
+            mlp_layers=count["mlp"] + count["moe"], key_dim=groups * state,
+            expanded_key_dim=m_heads * state, value_dim=inner, heads=m_heads,
+            state_per_head=inner // m_heads * state, conv_dim=conv_dim,
+        )
     intermediate = 0
     if count["mlp"]:
         intermediate = cfg.integer("intermediate_size")
@@ -310,4 +325,4 @@ def nemotron_h(cfg: _Config) -> ModelShape:
         tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,
         experts_per_token=active, moe_intermediate=width, gated_mlp=False,
     )
-    return _with_other(shape, other)
+    return replace(_with_other(shape, other), mixer=mixer)

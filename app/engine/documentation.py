@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.engine import activations, capabilities, overhead, states
+from app.engine import activations_hybrid as _hybrid
 from app.engine.estimate import ENGINE_VERSION
 
 
@@ -108,6 +109,25 @@ TERMS: tuple[Term, ...] = (
         "measured tensor by tensor on Hugging Face training steps (PyTorch MemTracker); "
         "tools/calibrate/ (71 cases; the How-we-calculate page lists each case's error)",
         "app/engine/activations.py",
+    ),
+    Term(
+        "hybrid-layers", "Linear-attention and Mamba layers (hybrid models)",
+        "a hybrid's layers are averaged: attention layers as above (Qwen's gated attention "
+        f"+ {_hybrid.OUTPUT_GATE_BYTES} x q width), and per Gated DeltaNet layer "
+        f"{_hybrid.DELTANET_KEY}K + {_hybrid.DELTANET_EXPANDED_KEY_HALVES / 2}KE + "
+        f"{_hybrid.DELTANET_VALUE}V + {_hybrid.DELTANET_HEAD}H + S/"
+        f"{_hybrid.DELTANET_STATE_DIVISOR} bytes per token (full fine-tuning + "
+        f"{_hybrid.DELTANET_FULL_VALUE_EXTRA}V), per Mamba-2 layer {_hybrid.MAMBA_VALUE}V + "
+        f"{_hybrid.MAMBA_KEY}K + {_hybrid.MAMBA_HEAD}H + {_hybrid.MAMBA_EXPANDED_KEY}KE + "
+        f"{_hybrid.MAMBA_STATE_NUM}S/{_hybrid.MAMBA_STATE_DEN} (full + "
+        f"{_hybrid.MAMBA_FULL_VALUE_EXTRA}V); K key width (Mamba: groups x state), KE the key "
+        "width repeated for every value head (Mamba: heads x state), "
+        "V value (inner) width, H heads, S heads x state per head",
+        "measured: every tensor one Qwen3NextGatedDeltaNet / NemotronHMamba2Mixer saves for "
+        "its backward (transformers 5.24, PyTorch path, 14 geometries), held to whole training "
+        "steps in tools/calibrate/results/cpu-hybrid.json; the optional flash-linear-attention "
+        "and mamba_ssm kernels keep less",
+        "app/engine/activations_hybrid.py",
     ),
     Term(
         "checkpointing", "Gradient checkpointing",

@@ -747,6 +747,11 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "exactly; it is counted as a dense decoder of the Llama layout (separate q/k/v/o "
     "projections, gated MLP, RMSNorm; experts when the config names them) from %(fields)s",
     "units": "GB = 10^9 bytes; every figure is per GPU",
+    "tower": "multimodal checkpoint: the language model is sized and trained; its vision tower "
+    "and projector (%(params)s parameters) are loaded beside it, frozen in bf16, never adapted",
+    "hybrid_layers": "hybrid model: %(mixers)s of its %(layers)s layers are %(kind)s, not "
+    "attention; their activations are those of transformers' PyTorch path, measured (the "
+    "optional flash-linear-attention or mamba_ssm kernels keep less)",
     "states_zero": "model states by the 'zero' accounting "
     "(2 + 2 + 12 bytes per trained param, ZeRO paper)",
     "states_hf": "model states by the 'hf' accounting "
@@ -810,6 +815,13 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     if shape.approximation is not None:
         items.append(("approximate", {"model_type": shape.approximation.model_type,
                                       "fields": ", ".join(shape.approximation.fields)}))
+    if shape.tower_params:
+        items.append(("tower", {"params": shape.tower_params}))
+    if shape.mixer is not None:
+        items.append(("hybrid_layers", {
+            "mixers": shape.mixer.layers, "layers": shape.num_layers,
+            "kind": "Gated DeltaNet" if shape.mixer.kind == "gated_deltanet" else "Mamba-2",
+        }))
     items += [
         ("units", {}),
         ("states_zero" if job.accounting == "zero" else "states_hf", {}),

@@ -104,6 +104,30 @@ class Approximation:
 
 
 @dataclass(frozen=True, slots=True)
+class MixerLayers:
+    """A hybrid model's token mixers that are not softmax attention (arch_hybrid.py), with the
+    widths their activations depend on (activations_hybrid.py).
+
+    ``kind``: Gated DeltaNet (Qwen3-Next, Qwen3.5) or Mamba-2 (Nemotron-H). ``layers`` have
+    this mixer, ``attention_layers`` softmax attention, ``mlp_layers`` an MLP or experts (every
+    layer in Qwen's hybrids; Nemotron-H's blocks hold one of the four each). Widths: the
+    key/query width before (``key_dim``) and after (``expanded_key_dim``) the value heads'
+    grouping, the value (Mamba: inner) width, the heads, each head's state
+    (``state_per_head``: key x value head dims, Mamba head dim x state size)."""
+
+    kind: Literal["gated_deltanet", "mamba2"]
+    layers: int
+    attention_layers: int
+    mlp_layers: int
+    key_dim: int
+    expanded_key_dim: int
+    value_dim: int
+    heads: int
+    state_per_head: int
+    conv_dim: int
+
+
+@dataclass(frozen=True, slots=True)
 class ModelShape:
     """Everything the engine needs to know about a model's architecture."""
 
@@ -135,6 +159,8 @@ class ModelShape:
     # A multimodal checkpoint's vision/audio tower and projector: loaded beside the language
     # model, frozen, never adapted (app/engine/arch_multimodal.py); not in ``split``.
     tower_params: int = 0
+    # Hybrid models' linear-attention or Mamba layers (arch_hybrid.py).
+    mixer: MixerLayers | None = None
 
     @property
     def total_params(self) -> int:
@@ -182,7 +208,7 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "mixtral", "gpt2",
     # arch_dense.py, arch_hybrid.py, arch_multimodal.py (registered at the end of this module)
     "olmo2", "gemma", "phi", "falcon", "gpt_neox", "qwen3_next", "qwen3_5", "qwen3_5_moe",
-    "nemotron_h", "gemma3", "mistral3",
+    "nemotron_h", "gemma3", "mistral3", "qwen3_5_text", "qwen3_5_moe_text",
 )
 
 
@@ -653,4 +679,5 @@ _BUILDERS.update({
     "qwen3_next": arch_hybrid.qwen3_next, "nemotron_h": arch_hybrid.nemotron_h,
     "qwen3_5": arch_multimodal.qwen3_5, "qwen3_5_moe": arch_multimodal.qwen3_5_moe,
     "gemma3": arch_multimodal.gemma3, "mistral3": arch_multimodal.mistral3,
+    "qwen3_5_text": arch_hybrid.qwen3_5_text, "qwen3_5_moe_text": arch_hybrid.qwen3_5_moe_text,
 })

@@ -96,6 +96,13 @@ ASSUMPTION_LABELS = {
               "layer per expert and, on all linear layers, adapts the router too; activations "
               "follow the %(experts)s experts each token is routed to"),
     "gpus": N_("%(gpus)s GPUs, data parallel, sharding %(sharding)s"),
+    "tower": N_("multimodal checkpoint: the language model is sized and trained; its vision "
+                "tower and projector (%(params)s parameters) are loaded beside it, frozen in "
+                "bf16, never adapted"),
+    "hybrid_layers": N_("hybrid model: %(mixers)s of its %(layers)s layers are %(kind)s, not "
+                        "attention; their activations are those of transformers' PyTorch "
+                        "path, measured (the optional flash-linear-attention or mamba_ssm "
+                        "kernels keep less)"),
     "sharded_deepspeed": N_("ZeRO-3 as DeepSpeed runs it: its default gradient bucket (held "
                             "all run) and prefetch beside the gathered layer on each GPU"),
     "sharded_fsdp": N_("ZeRO-3 as PyTorch FSDP (full shard) runs it: the computing layer and "

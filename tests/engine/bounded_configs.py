@@ -29,8 +29,10 @@ _QWEN_MOE = ("num_experts", "num_experts_per_tok", "moe_intermediate_size",
              "shared_expert_intermediate_size")
 FIELDS["qwen3_next"] = (*_COMMON, *_DELTA_NET, *_QWEN_MOE, "decoder_sparse_step")
 FIELDS["qwen3_5"] = (*_COMMON, *_DELTA_NET)
+FIELDS["qwen3_5_text"] = FIELDS["qwen3_5"]
 FIELDS["qwen3_5_moe"] = (*tuple(f for f in _COMMON if f != "intermediate_size"), *_DELTA_NET,
                          *_QWEN_MOE)
+FIELDS["qwen3_5_moe_text"] = FIELDS["qwen3_5_moe"]
 FIELDS["nemotron_h"] = (
     *tuple(f for f in _COMMON if f != "num_hidden_layers"), "mamba_num_heads", "mamba_head_dim",
     "ssm_state_size", "n_groups", "conv_kernel", "n_routed_experts", "num_experts_per_tok",

@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         "--qlora", action="store_true",
         help="real bitsandbytes QLoRA steps (needs bitsandbytes) -> cpu-qlora.json",
     )
+    g.add_argument(
+        "--hybrid", action="store_true",
+        help="Gated DeltaNet and Mamba-2 hybrids (issue 16) -> cpu-hybrid.json",
+    )
 
     sub.add_parser("list", help="print the grid's case ids")
     sub.add_parser(
@@ -86,13 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if a.cmd == "grid":
-        from .grid import DEFAULT_OUT, HELDOUT_OUT, QLORA_OUT, run_grid
+        from .grid import DEFAULT_OUT, HELDOUT_OUT, HYBRID_OUT, QLORA_OUT, run_grid
 
-        out = a.out or (HELDOUT_OUT if a.heldout else QLORA_OUT if a.qlora else DEFAULT_OUT)
+        out = a.out or (HELDOUT_OUT if a.heldout else QLORA_OUT if a.qlora
+                        else HYBRID_OUT if a.hybrid else DEFAULT_OUT)
         command = "python -m tools.calibrate " + " ".join(shlex.quote(x) for x in argv)
         doc = run_grid(
             out, command, only=a.only, resume=a.resume, limit=a.limit, heldout=a.heldout,
-            qlora=a.qlora,
+            qlora=a.qlora, hybrid=a.hybrid,
         )
         fvr = doc["fake_vs_real"]
         print(

@@ -30,6 +30,7 @@ REFERENCE = Path(os.environ.get("SIZER_REFERENCE_MODELS", "/work/shared/referenc
 DEFAULT_OUT = HERE / "results" / "cpu-grid.json"
 HELDOUT_OUT = HERE / "results" / "cpu-heldout.json"
 QLORA_OUT = HERE / "results" / "cpu-qlora.json"
+HYBRID_OUT = HERE / "results" / "cpu-hybrid.json"
 
 
 def _cfg(name: str) -> str:
@@ -233,22 +234,46 @@ def qlora_cases() -> list[dict[str, Any]]:
     ]
 
 
-def qlora_grid() -> list[dict[str, Any]]:
+def hybrid_cases() -> list[dict[str, Any]]:
+    """Layers that are not attention (results/cpu-hybrid.json, issue 16): Gated DeltaNet
+    (Qwen3-Next with experts, Qwen3.5 dense) and Mamba-2 (Nemotron-H), full fine-tuning and
+    LoRA, with and without checkpointing, at two lengths. transformers' torch paths run here
+    (no flash-linear-attention or mamba_ssm kernels on a CPU)."""
+    QN, Q5, NH = "tiny-qwen3next", "tiny-qwen35", "tiny-nemotronh"
+    cases = []
+    # PEFT refuses "all-linear" on Nemotron-H (a Mamba block's out_proj): every other linear.
+    nemotron_targets = ["in_proj", "q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj"]
+    for cfg in (QN, Q5, NH):
+        targets: str | list[str] = nemotron_targets if cfg == NH else "all-linear"
+        cases += [
+            _c(cfg, "full", 1, 512),
+            _c(cfg, "full", 2, 1024),
+            _c(cfg, "full", 1, 1024, gc=True),
+            _c(cfg, "lora", 1, 512, targets=targets),
+            _c(cfg, "lora", 2, 1024, targets=targets),
+            _c(cfg, "lora", 1, 2048, gc=True, targets=targets),
+        ]
+    return cases
+
+
+def _with_ids(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from .harness import Case
 
-    cases = qlora_cases()
     for c in cases:
         c["id"] = Case(**c).default_id()
     return cases
+
+
+def hybrid_grid() -> list[dict[str, Any]]:
+    return _with_ids(hybrid_cases())
+
+
+def qlora_grid() -> list[dict[str, Any]]:
+    return _with_ids(qlora_cases())
 
 
 def heldout_grid() -> list[dict[str, Any]]:
-    from .harness import Case
-
-    cases = heldout_cases()
-    for c in cases:
-        c["id"] = Case(**c).default_id()
-    return cases
+    return _with_ids(heldout_cases())
 
 
 def all_cases() -> list[dict[str, Any]]:
@@ -316,13 +341,15 @@ def run_grid(
     limit: int | None = None,
     heldout: bool = False,
     qlora: bool = False,
+    hybrid: bool = False,
 ) -> dict[str, Any]:
     import torch
 
     from .harness import Case, _versions, run_case, summarize
 
     torch.set_num_threads(1)
-    cases = heldout_grid() if heldout else qlora_grid() if qlora else all_cases()
+    cases = (heldout_grid() if heldout else qlora_grid() if qlora
+             else hybrid_grid() if hybrid else all_cases())
     if only:
         cases = [c for c in cases if re.search(only, c["id"])]
     if limit is not None:
