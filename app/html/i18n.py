@@ -16,11 +16,14 @@ import io
 import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from datetime import date, datetime
 from decimal import Context, Decimal, getcontext, localcontext
 from functools import lru_cache
 from pathlib import Path
 
 from babel import Locale, UnknownLocaleError
+from babel.dates import format_date as babel_format_date
+from babel.dates import format_time as babel_format_time
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_currency, format_decimal
@@ -117,3 +120,24 @@ def format_number(value: int | float, lang: str) -> str:
 def format_eur(value: Decimal | int | float, lang: str) -> str:
     """A EUR amount the locale's way ("9.999,00 €" in de, "€9,999.00" in en)."""
     return format_currency(value, "EUR", locale=_locale(lang))
+
+
+def format_amount(value: Decimal | int | float | str, lang: str) -> str:
+    """An amount for a form field, two decimals the locale's way ("8.499,00" in de); a string
+    (what the user typed, shown again with its error) stays as it is. The staff forms read
+    both ways back (``app.staff.forms.decimal``)."""
+    if isinstance(value, str):
+        return value
+    return format_decimal(value, format="#,##0.00", locale=_locale(lang))
+
+
+def format_day(value: date, lang: str) -> str:
+    """A date the locale's way: "15.01.2027" in de, "Jan 15, 2027" in en."""
+    return babel_format_date(value, format="medium", locale=_locale(lang))
+
+
+def format_moment(value: datetime, lang: str) -> str:
+    """A date and time (UTC, as stored) the locale's way: "15.01.2027, 14:30" in de."""
+    locale = _locale(lang)
+    return (f"{babel_format_date(value, format='medium', locale=locale)}, "
+            f"{babel_format_time(value, format='HH:mm', locale=locale)}")

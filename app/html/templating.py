@@ -12,6 +12,7 @@ templates); the number filters format for the same locale.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import date, datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -56,6 +57,21 @@ def _eur(context: Context, value: Decimal | int | float) -> str:
 
 
 @pass_context
+def _amount(context: Context, value: Decimal | int | float | str) -> str:
+    return i18n.format_amount(value, context["lang"])
+
+
+@pass_context
+def _day(context: Context, value: date) -> str:
+    return i18n.format_day(value, context["lang"])
+
+
+@pass_context
+def _moment(context: Context, value: datetime) -> str:
+    return i18n.format_moment(value, context["lang"])
+
+
+@pass_context
 def _error_text(context: Context, error: FieldError | None) -> str:
     """A field error in the request's language, numbers formatted for it."""
     if error is None:
@@ -64,7 +80,8 @@ def _error_text(context: Context, error: FieldError | None) -> str:
     message = i18n.translations(lang).gettext(error.message)
     params = {
         key: (i18n.format_gb(value, lang) if key.endswith("_bytes")
-              else i18n.format_number(value, lang)) if isinstance(value, int) else value
+              else i18n.format_number(value, lang)) if isinstance(value, int)
+        else _error_text(context, value) if isinstance(value, FieldError) else value
         for key, value in error.params.items()
     }
     return message % params if params else message
@@ -91,6 +108,9 @@ def environment() -> Environment:
     env.filters["gb"] = _gb
     env.filters["number"] = _number
     env.filters["eur"] = _eur
+    env.filters["amount"] = _amount
+    env.filters["day"] = _day
+    env.filters["moment"] = _moment
     env.globals["error_text"] = _error_text
     return env
 

@@ -5,6 +5,7 @@ Messages are English msgids translated where they are shown (``error_text``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -17,14 +18,14 @@ def decimal(
     data: Mapping[str, str], name: str, errors: FieldErrors, *, required: bool = False,
     minimum: Decimal = Decimal(0), maximum: Decimal = Decimal("9999999999.99"),
 ) -> Decimal | None:
-    """A non-negative amount with at most two decimals; "1.234,50" and "1234.50" both read."""
+    """A non-negative amount with at most two decimals, typed either locale's way: "8.499",
+    "8.499,50", "8,499.50", "8499.50" and "8499,5" all read (issue 18, point 8)."""
     raw = data.get(name, "").strip().replace(" ", "").replace("\u00a0", "").replace("€", "")
     if not raw:
         if required:
             errors.add(name, N_("This field is required."))
         return None
-    if "," in raw:  # German style: dots group thousands, the comma is the decimal sign
-        raw = raw.replace(".", "").replace(",", ".")
+    raw = _plain_decimal(raw)
     try:
         value = Decimal(raw)
     except InvalidOperation:
@@ -45,7 +46,25 @@ def decimal(
     if value != value.quantize(Decimal("0.01")):
         errors.add(name, N_("At most two decimals."))
         return None
-    return value
+    return value.quantize(Decimal("0.01"))
+
+
+_GROUPED = re.compile(r"\d{1,3}([.,])\d{3}(\1\d{3})*")
+"""Digits grouped by threes with one separator: "8.499", "1,234,567"."""
+
+
+def _plain_decimal(raw: str) -> str:
+    """``raw`` with its grouping removed and a point for the decimal sign. Where both signs
+    appear the last one is the decimal sign; one sign that groups digits by threes is a
+    thousands separator (a price has at most two decimals, so "8.499" can only be 8,499 EUR);
+    a lone comma otherwise is the German decimal sign."""
+    if "," in raw and "." in raw:
+        decimal_sign = "," if raw.rindex(",") > raw.rindex(".") else "."
+        group = "." if decimal_sign == "," else ","
+        return raw.replace(group, "").replace(decimal_sign, ".")
+    if _GROUPED.fullmatch(raw):
+        return raw.replace(".", "").replace(",", "")
+    return raw.replace(",", ".")
 
 
 def day(data: Mapping[str, str], name: str, errors: FieldErrors) -> date | None:

@@ -28,6 +28,29 @@ from app.estimates.service import Sizing, SystemFit
 from app.html.forms import N_, FieldError
 from app.web.calculator_form import CalculatorInput
 
+SYSTEM_NAMES = {
+    ("workstation", False): N_("Workstation with %(count)s× %(gpu)s"),
+    ("workstation", True): N_("Workstation with %(count)s× %(gpu)s and NVLink"),
+    ("server", False): N_("Server with %(count)s× %(gpu)s"),
+    ("server", True): N_("Server with %(count)s× %(gpu)s and NVLink"),
+    ("appliance", False): N_("%(count)s× %(gpu)s, clustered"),
+    ("appliance", True): N_("%(count)s× %(gpu)s, clustered"),
+}
+"""A system's name in the customer's language, from what it is (issue 18, point 8): the
+catalog's name is the staff's English wording; a single appliance keeps its product name."""
+
+
+def system_name(system: SystemRecord, gpu: GpuRecord | None) -> FieldError:
+    """What the storefront calls ``system`` (its catalog name where nothing fits)."""
+    if gpu is None or (system.kind == "appliance" and system.gpu_count == 1):
+        return FieldError(system.name)
+    nvlink = "nvlink" in system.gpu_interconnect.lower()
+    message = SYSTEM_NAMES.get((system.kind, nvlink))
+    if message is None:
+        return FieldError(system.name)
+    return FieldError(message, {"count": system.gpu_count, "gpu": gpu.name})
+
+
 STOCK_LABELS = {
     "in_stock": N_("In stock"), "on_order": N_("On order"), "on_request": N_("On request"),
 }
@@ -188,6 +211,10 @@ class SystemRow:
     recommended: bool = False
 
     @property
+    def name(self) -> FieldError:
+        return system_name(self.system, self.fit.gpu)
+
+    @property
     def roomy(self) -> bool:
         return self.fit.fits and (
             self.fit.free_bytes_per_gpu >= headroom_bytes(self.fit.gpu.usable_bytes))
@@ -324,7 +351,7 @@ def _verdict(calc: CalculatorInput, rows: tuple[CardRow, ...],
     if fitting_systems:
         return Verdict(False, FieldError(
             N_("Does not fit one card; it fits the %(system)s"),
-            {"system": fitting_systems[0].system.name},
+            {"system": fitting_systems[0].name},
         ), recommended=f"system-{fitting_systems[0].system.slug}")
     if chosen is not None:
         return Verdict(False, FieldError(N_(

@@ -81,7 +81,7 @@ def test_second_save_of_a_stale_form_is_a_conflict_and_overwrites_nothing(
                         data={**form_b, "price_eur_net": "7000"}, headers=headers)
     assert response.status_code == 409
     assert "Someone else saved this entry since you opened it." in response.text
-    assert ('value="8000.00"' in response.text)  # the current version is shown
+    assert ('value="8,000.00"' in response.text)  # the current version is shown
     assert ("<html" in response.text) is not htmx
     assert _price(users, "rtx-pro-6000") == Decimal("8000.00")
 

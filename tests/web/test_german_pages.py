@@ -1,0 +1,36 @@
+"""German customer pages have no English (issue 18, point 8): system and sharding names,
+levers, warnings and the quote pages; /how-we-calculate's formula prose is not covered yet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.english_words import english
+from tests.web.test_quotes import CONTACT, QUOTE, _form_fields
+
+GERMAN = {"Accept-Language": "de"}
+PAGES = [
+    "/", "/?model=llama-3.1-8b&method=full&batch=4",
+    "/?model=llama-3.1-70b&method=full&gpus=8&sharding=zero3",
+    "/?model=qwen3-32b&method=qlora&quant=nf4&seq=3584&gpu=rtx-pro-5000-48gb",
+    "/?model=llama-3.1-8b&batch=0", QUOTE,
+]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_german_customer_pages_have_no_english(
+    make_client: Callable[..., TestClient], path: str,
+) -> None:
+    page = make_client().get(path, headers=GERMAN)
+    assert english(page.text) == [], path
+
+
+def test_the_customer_request_page_is_german(make_client: Callable[..., TestClient]) -> None:
+    client = make_client()
+    client.headers.update(GERMAN)
+    fields = _form_fields(client.get(QUOTE).text)
+    target = client.post("/quote", data={**fields, **CONTACT}).headers["location"]
+    assert english(client.get(target).text) == []
