@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from app.accounts.api_keys import KeyCheckCache
+from app.catalog.hub import HubFlights
 from app.catalog.service import CatalogCache
 from app.estimates.service import EstimateCache
 
@@ -33,6 +34,8 @@ class Caches:
     catalog: CatalogCache = field(default_factory=CatalogCache)
     estimates: EstimateCache = field(default_factory=EstimateCache)
     key_checks: KeyCheckCache = field(default_factory=KeyCheckCache)
+    hub: HubFlights = field(default_factory=HubFlights)
+    """Hub look-ups under way (``app/catalog/hub.py``): nothing kept once each is done."""
 
     def forget(self) -> None:
         """Drop everything all three hold (never needed for correctness)."""

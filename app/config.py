@@ -14,6 +14,7 @@ Why this module is shaped the way it is:
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import string
 import sys
@@ -43,6 +44,9 @@ SEED_DIR: Path = APP_DIR / "catalog" / "seed"
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/sizer.db"
 """Relative to the working directory, as ``make run`` starts from the checkout."""
+
+DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
+"""Where Hub repository ids are looked up unless SIZER_HUB_ENDPOINT or HF_ENDPOINT say."""
 
 INSECURE_DEV_SECRET = "dev-insecure-secret-change-me"
 """Good enough for a laptop; production sets SIZER_SECRET_KEY (docs/configuration.md)."""
@@ -268,6 +272,26 @@ class Settings(BaseSettings):
         description="redis:// URL: rate limits and sign-in throttling shared by all workers "
         "(in-process per worker when unset).",
     )
+    hub_endpoint: str | None = Field(
+        default=None,
+        description="The Hugging Face Hub that repository ids are fetched from (an origin, "
+        "e.g. a mirror); unset: the HF_ENDPOINT variable, else https://huggingface.co.",
+    )
+    hub_token: SecretStr | None = Field(
+        default=None,
+        description="Hub access token (read scope) sent with every Hub request, for the gated "
+        "repositories the shop has accepted; unset: none is sent (never one from the machine's "
+        "Hugging Face login).",
+    )
+    hub_timeout_s: float = Field(
+        default=10.0, ge=0.5, le=60,
+        description="Longest one Hub look-up (model info and config.json together) may take.",
+    )
+    hub_cache_hours: int = Field(
+        default=24, ge=1, le=24 * 365,
+        description="How long a fetched config.json of a branch or tag is used before it is "
+        "fetched again (one of a commit id is kept for good).",
+    )
     redis_key_prefix: str = Field(
         default="gpusizer:", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$",
         description="Prefix of every Redis key, so several deployments can share one Redis.",
@@ -347,6 +371,25 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} must start with https:// or http://")
         _check_placeholders(value)
         return value
+
+    @field_validator("hub_endpoint")
+    @classmethod
+    def _check_hub_endpoint(cls, value: str | None) -> str:
+        """The setting, else ``HF_ENDPOINT`` (huggingface_hub's own variable), else the Hub;
+        an origin with a scheme, without the trailing slash."""
+        chosen = (value or "").strip() or os.environ.get("HF_ENDPOINT", "").strip()
+        if not chosen:
+            return DEFAULT_HUB_ENDPOINT
+        if not chosen.startswith(("https://", "http://")):
+            raise ValueError(f"{chosen!r} must start with https:// or http://")
+        return chosen.rstrip("/")
+
+    @field_validator("hub_token")
+    @classmethod
+    def _check_hub_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        return SecretStr(value.get_secret_value().strip())
 
     @field_validator("redis_url")
     @classmethod

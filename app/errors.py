@@ -58,3 +58,11 @@ class InvalidInput(DomainError):
 
     status_code = 422
     code = "invalid_input"
+
+
+class Unavailable(DomainError):
+    """Something the request needs from elsewhere cannot be had right now (the Hugging Face
+    Hub is unreachable or slow); the same request may succeed later."""
+
+    status_code = 503
+    code = "unavailable"

@@ -211,6 +211,7 @@ def session_factory(engine: Engine) -> Iterator[SessionFactory]:
             connection.execute(text(f"DELETE FROM {table}"))
         for table in ("quote_line", "quote_request", "api_key", "partner"):  # partner API
             connection.execute(text(f"DELETE FROM {table}"))
+        connection.execute(text("DELETE FROM hub_config"))  # fetched Hub configs
         for table in ("system", "gpu_sku", "model_card"):
             connection.execute(text(f"DELETE FROM {table}"))
         connection.execute(text("UPDATE catalog_revision SET revision = 0, token = 'initial'"))

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
@@ -27,6 +28,9 @@ from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS
 from app.errors import DomainError
 from app.estimates import inline_config, service
 from app.estimates.memory_size import parse_memory_size
+
+if TYPE_CHECKING:
+    from app.catalog.hub import ModelChoice
 
 GB = 10**9
 
@@ -80,7 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model SLUG`` or ``--model-config PATH``, one of them required (estimate, serving)."""
     model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument("--model", metavar="SLUG", help="a model in the catalog")
+    model.add_argument("--model", metavar="SLUG|OWNER/NAME[@REV]",
+                       help="a model in the catalog, or a Hugging Face repository id "
+                       "(estimate: its config.json is fetched from the Hub)")
     model.add_argument("--model-config", metavar="PATH", type=Path,
                        help="a Hugging Face config.json file")
 
@@ -158,8 +164,44 @@ def load_catalog() -> Catalog:
     return catalog if catalog.gpus else load_seed_catalog()
 
 
+def hub_choice(model: str, catalog: Catalog) -> ModelChoice:
+    """``--model OWNER/NAME[@REVISION]``: the catalog's model of that id, or the repository's
+    config.json from the Hugging Face Hub (``app/catalog/hub.py``, the page's and the API's
+    service), kept in the database when it is reachable and migrated (as ``load_catalog``
+    decides), fetched every time otherwise. A refusal is a DomainError on ``model`` (exit 2)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.catalog import hub
+    from app.config import load_settings
+    from app.db import migrate
+    from app.db.session import database_file_missing, make_engine, make_session_factory
+
+    settings = load_settings()
+    access = hub.HubAccess.of(settings, hub.HubFlights())
+    if database_file_missing(settings.database_url):
+        return hub.choose_model(None, catalog, model, access=access)
+    engine = make_engine(settings.database_url)
+    try:
+        try:
+            usable = migrate.migration_state(engine).at_head
+        except (SQLAlchemyError, OSError):
+            usable = False
+        if not usable:
+            return hub.choose_model(None, catalog, model, access=access)
+        with make_session_factory(engine).begin() as session:  # keeps what it fetched
+            return hub.choose_model(session, catalog, model, access=access)
+    finally:
+        engine.dispose()
+
+
 def run(args: argparse.Namespace) -> int:
-    config = read_config(args.model_config) if args.model_config else None
+    config: Mapping[str, Any] | None = (read_config(args.model_config) if args.model_config
+                                         else None)
+    catalog = load_catalog()
+    slug, fetched = args.model, None
+    if args.model is not None and "/" in args.model:  # a Hub repository id (hub.is_repo_id)
+        choice = hub_choice(args.model, catalog)
+        slug, config, fetched = choice.slug, choice.config, choice.hub
     switches = service.library_switches(
         bnb_version=args.bnb_version, method=args.method,
         sharding_impl=args.sharding_impl, sharding=args.sharding,
@@ -179,16 +221,19 @@ def run(args: argparse.Namespace) -> int:
         bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
     )
     request = service.EstimateRequest(
-        job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu),
+        job=job, model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
         gpu_memory_bytes=custom_memory(args),
     )
     # The command's own (empty) answer cache: one estimate per process, nothing to share.
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as
     # one line and exits 2, as for every command.
-    result = service.estimate(load_catalog(), request, cache=service.EstimateCache())
+    result = service.estimate(catalog, request, cache=service.EstimateCache())
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:
+        if fetched is not None:
+            print(f"{fetched.repo_id}: config.json at commit {fetched.commit_sha[:12]} "
+                  "(Hugging Face Hub)")
         print(format_table(result))
     return 0
 

@@ -33,6 +33,7 @@ from sqlalchemy import (
     Numeric,
     String,
     Text,
+    UniqueConstraint,
     false,
     func,
     true,
@@ -172,6 +173,27 @@ class CatalogRevision(Base):
     token: Mapped[str] = mapped_column(String(32))
     updated_at: Mapped[datetime] = mapped_column(
         UtcDateTime, default=utcnow, onupdate=utcnow, server_default=func.now()
+    )
+
+
+class HubConfig(Base):
+    """A config.json fetched from the Hugging Face Hub (``app/catalog/hub.py``): one row per
+    repository and revision asked for, with the commit it was read at. A cache: rows may be
+    deleted at any time and are fetched again when next asked for."""
+
+    __tablename__ = "hub_config"
+    __table_args__ = (UniqueConstraint("repo_key", "revision"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # the repository id in lower case (the Hub's ids are case-insensitive), the cache's key
+    repo_key: Mapped[str] = mapped_column(String(200))
+    # as the Hub spells it (its model info's ``id``)
+    repo_id: Mapped[str] = mapped_column(String(200))
+    revision: Mapped[str] = mapped_column(String(128))
+    commit_sha: Mapped[str] = mapped_column(String(40))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    fetched_at: Mapped[datetime] = mapped_column(
+        UtcDateTime, default=utcnow, server_default=func.now()
     )
 
 

@@ -19,10 +19,11 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from app import caches
+from app.catalog import hub
 from app.catalog import search as catalog_search
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog, ModelRecord
-from app.errors import InvalidInput, NotFound
+from app.errors import DomainError, InvalidInput, NotFound
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateCache
 from app.html import htmx
@@ -67,6 +68,26 @@ def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
     return result_view.build(calc, catalog, sizing), 200
 
 
+def choose_hub_model(request: Request, session: Session, catalog: Catalog,
+                     calc: CalculatorInput, errors: FieldErrors) -> int | None:
+    """A Hugging Face repository id in the model field: the catalog's model of that id, or
+    the repository's config.json (``app/catalog/hub.py``); a refusal goes beside the model
+    field, with the status it carries."""
+    if not calc.is_repo or errors:
+        return None
+    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub)
+    try:
+        choice = hub.choose_model(session, catalog, calc.model, access=access)
+    except DomainError as exc:
+        engine_errors.add(errors, "model", exc)
+        return exc.status_code
+    if choice.slug is not None:
+        calc.model = choice.slug
+    else:
+        calc.config, calc.hub = choice.config, choice.hub
+    return None
+
+
 def page(request: Request, session: Session, data: Mapping[str, str], *,
          calc: CalculatorInput | None = None, errors: FieldErrors | None = None,
          status: int | None = None, headers: Mapping[str, str] | None = None) -> HTMLResponse:
@@ -75,6 +96,7 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
         calc, errors = form.parse(data)
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
+    status = choose_hub_model(request, session, catalog, calc, errors) or status
     view, computed_status = size(catalog, calc, errors, cache=cached.estimates)
     return render(
         request, TEMPLATE,
@@ -126,10 +148,14 @@ def search_models(
     headers = {"HX-Trigger-After-Settle": "models-filtered"}
     if not groups:
         groups, headers = model_groups(catalog.models), {}
+        if hub.is_repo_id(query.strip()):  # a Hub id: offered, chosen and sized by the form
+            calc.model = query.strip()
+            headers = {"HX-Trigger-After-Settle": "models-filtered"}
     slugs = [m.slug for _, models in groups for m in models]
-    if slugs:
+    if slugs and not calc.is_repo:
         calc.model = model if model in slugs else slugs[0]
-    view, status = size(catalog, calc, FieldErrors(), cache=cached.estimates)
+    view, status = (None, 200) if calc.is_repo else size(catalog, calc, FieldErrors(),
+                                                         cache=cached.estimates)
     return render(
         request, TEMPLATE,
         {"calc": calc, "errors": {}, "view": view, "catalog": catalog, "groups": groups,

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 from urllib.parse import urlencode
 
+from app.catalog import hub
+from app.catalog.hub import HubModel
 from app.engine import EngineError, Job
 from app.engine import precision as dtypes
 from app.engine.activations import Attention
@@ -165,6 +167,8 @@ class CalculatorInput:
     impl: str = "deepspeed"
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
+    # the Hub repository's config.json, once the page has looked it up (calculator.page)
+    hub: HubModel | None = field(default=None, repr=False)
 
     @property
     def is_custom(self) -> bool:
@@ -190,6 +194,11 @@ class CalculatorInput:
         """Whether any "Advanced" control differs from its default."""
         default = CalculatorInput()
         return any(getattr(self, name) != getattr(default, name) for name in ADVANCED_FIELDS)
+
+    @property
+    def is_repo(self) -> bool:
+        """A Hugging Face repository id, not a catalog slug (``app/catalog/hub.py``)."""
+        return hub.is_repo_id(self.model)
 
     def query(self) -> dict[str, str]:
         """The shareable parameters (never the pasted config, which does not fit a URL)."""
@@ -251,7 +260,7 @@ class CalculatorInput:
         )
 
     def estimate_request(self) -> EstimateRequest:
-        if self.is_custom:
+        if self.is_custom or self.hub is not None:
             return EstimateRequest(job=self.job(), model_config=self.config or {})
         return EstimateRequest(job=self.job(), model_slug=self.model)
 
@@ -263,7 +272,7 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     if quant:  # the page's one choice for method and base weights, "qlora:nf4"
         data = {**data, "method": method, "quant": quant}
     slug = data.get("model", "").strip() or DEFAULT_MODEL
-    if len(slug) > 100:
+    if len(slug) > hub.MAX_MODEL_CHARS:
         errors.add("model", N_("No such model in our catalog."))
         slug = DEFAULT_MODEL
     d = CalculatorInput()

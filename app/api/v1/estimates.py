@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
+from sqlalchemy.orm import Session
 
 from app import caches
 from app.api.v1 import schemas
@@ -19,7 +20,9 @@ from app.api.v1.deps import require_partner
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import recommendations_out
 from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
+from app.catalog import hub
 from app.catalog import service as catalog_service
+from app.catalog.schemas import Catalog
 from app.config import Settings
 from app.engine import Job
 from app.estimates import recommendations as recommendations_service
@@ -65,6 +68,20 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
                            gpu_slugs=tuple(body.gpu), with_levers=with_levers)
 
 
+def resolved(request: Request, session: Session, catalog: Catalog,
+             body: schemas.EstimateInput) -> schemas.EstimateInput:
+    """The body with a Hugging Face repository id in ``model`` replaced by what it names
+    (``app/catalog/hub.py``): the catalog's model of that id, or the repository's config.json
+    as ``model_config``. Refusals name the field ``model`` (422, 404, or 503 while the Hub
+    cannot be reached)."""
+    if body.model is None or not hub.is_repo_id(body.model):
+        return body
+    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub)
+    choice = hub.choose_model(session, catalog, body.model, access=access)
+    config = dict(choice.config) if choice.config is not None else None
+    return body.model_copy(update={"model": choice.slug, "inline_config": config})
+
+
 def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
     """The calculator's parameters for this job, or None when the storefront cannot show it
     (an inline config.json, or options only the API and CLI offer)."""
@@ -108,6 +125,7 @@ def create_estimate(request: Request, session: DbSession,
     catalog = catalog_service.get_catalog(session, cached.catalog)
     # Sent as the service serialised it (and keeps it for the next identical request); the
     # schema tests and schemathesis hold it to the response model.
+    body = resolved(request, session, catalog, body)
     return Response(
         estimates_service.estimate_json(catalog, to_request(body), cache=cached.estimates),
         media_type="application/json")
@@ -126,6 +144,7 @@ def recommend(request: Request, session: DbSession, body: schemas.Recommendation
         return serving_api.recommend_serving(request, session, body)
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
+    body = resolved(request, session, catalog, body)
     found = recommendations_service.recommend(catalog, to_request(body, with_levers=False),
                                               cache=cached.estimates)
     query = storefront_query(body)

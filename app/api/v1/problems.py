@@ -35,6 +35,7 @@ TITLES: dict[int, tuple[str, str]] = {
     422: ("Invalid input", "invalid_input"),
     429: ("Too many requests", "rate_limited"),
     500: ("Internal server error", "internal_error"),
+    503: ("Service unavailable", "unavailable"),
 }
 
 

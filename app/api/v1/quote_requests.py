@@ -14,7 +14,7 @@ from app import caches
 from app.api.v1 import schemas
 from app.api.v1.catalog import decode_cursor, encode_cursor
 from app.api.v1.deps import Partner, require_partner
-from app.api.v1.estimates import storefront_query, to_request
+from app.api.v1.estimates import resolved, storefront_query, to_request
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import quote_request_out
 from app.api.v1.problems import ApiProblem
@@ -53,12 +53,14 @@ def create_quote_request(request: Request, session: DbSession, partner: Partner,
     """Store a quote request with the job's sizing; the shop's staff price it."""
     c = body.contact
     cached = caches.of(request)
+    catalog = catalog_service.get_catalog(session, cached.catalog)
     try:
+        estimate = resolved(request, session, catalog, body.estimate)
         view = partner_quotes.create_request(
             session, partner_id=partner.partner_id, partner_reference=body.partner_reference,
-            catalog=catalog_service.get_catalog(session, cached.catalog),
-            estimate=to_request(body.estimate), estimates=cached.estimates,
-            calculator_query=storefront_query(body.estimate) or {"source": "api"},
+            catalog=catalog,
+            estimate=to_request(estimate), estimates=cached.estimates,
+            calculator_query=storefront_query(estimate) or {"source": "api"},
             item_kind=body.item_kind, item_slug=body.item_slug, locale=body.locale,
             contact=Contact(name=c.name, company=c.company, email=c.email, country=c.country,
                             vat_id=c.vat_id or None, message=c.message or None,

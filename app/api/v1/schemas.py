@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.catalog import hub
 from app.catalog.schemas import StockStatus, SystemKind
 from app.engine import serving as serving_engine
 from app.engine.activations import Attention
@@ -37,6 +38,8 @@ from app.estimates import inline_config, job_limits, memory_size
 from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
 
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+ModelName = Annotated[str, StringConstraints(min_length=1, max_length=hub.MAX_MODEL_CHARS)]
+"""A catalog slug or a Hugging Face repository id (``app/catalog/hub.py`` holds its rules)."""
 Money = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]{2}$", examples=["8990.00"])]
 Text200 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
@@ -181,7 +184,11 @@ class EstimateInput(BaseModel):
     workload: Literal["training"] = Field(
         default="training", description="training (this body) or serving (/recommendations "
         "only: the body of /serving-estimates).")
-    model: Slug | None = Field(default=None, description="A catalog model's slug.")
+    model: ModelName | None = Field(
+        default=None, description="A catalog model's slug, or a Hugging Face repository id "
+        "(`Qwen/Qwen3-8B`, optionally `@revision`): the catalog's model of that id, else the "
+        "repository's config.json, fetched and kept with its commit.",
+        examples=["llama-3.1-8b", "Qwen/Qwen3-8B"])
     inline_config: dict[str, Any] | None = Field(
         default=None, alias="model_config",
         description="A Hugging Face config.json object (at most 256 KB), instead of `model`.",

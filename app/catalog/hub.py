@@ -1,0 +1,451 @@
+"""Models by their Hugging Face Hub repository id: ``Qwen/Qwen3-8B`` (``Qwen/Qwen3-8B@v1.0``
+for a branch, tag or commit) is sized from the repository's config.json.
+
+The calculator's model field, the API's ``model`` and ``sizer estimate --model`` all take a
+repository id where they take a catalog slug (a slug never holds a ``/``), and all three go
+through :func:`choose_model`:
+
+* a repository the catalog holds (its ``hf_id``, any case, no revision asked) is that catalog
+  model: its counts were checked against transformers, and no request leaves the shop;
+* otherwise the config.json is read from the ``hub_config`` table when it was fetched before
+  (for a branch or tag within ``SIZER_HUB_CACHE_HOURS``, for a commit id for good), else
+  fetched: the model info (``GET {endpoint}/api/models/{repo}``, or
+  ``.../revision/{revision}``, with ``expand=sha``) gives the commit, then
+  ``GET {endpoint}/{repo}/resolve/{commit}/config.json`` the file at that very commit, and
+  both are kept in the table. Nothing else is ever requested: no weights, no other file.
+
+The requests use ``huggingface_hub``'s HTTP client, its headers (user agent; the token only
+when ``SIZER_HUB_TOKEN`` is set, never the machine's own login: ``token=False``) and its
+reading of the Hub's error answers (``hf_raise_for_status``: gated, missing repository,
+missing revision, missing file), but read the bodies themselves, so that every cost is bounded
+whatever the other end sends:
+
+* a repository id is at most :data:`MAX_REPO_ID_CHARS` characters of ``[A-Za-z0-9._-]`` in two
+  parts, a revision at most :data:`MAX_REVISION_CHARS`; anything else is refused before any
+  request;
+* one look-up (both requests, every byte) has ``SIZER_HUB_TIMEOUT_S`` in all: a server that
+  answers slowly, or drips its answer, is cut off at the deadline;
+* the model info may be :data:`MAX_INFO_BYTES`, the config.json
+  :data:`~app.estimates.inline_config.MAX_CONFIG_BYTES` (read with the one config.json reader
+  every surface uses), an error answer :data:`MAX_ERROR_BYTES`; a declared or actual larger
+  answer is refused without reading on; answers are asked for uncompressed and a compressed
+  one is refused, so no decompression can outgrow the limits;
+* one fetch per repository and revision at a time in a process (whoever asks while it runs
+  waits for its answer), and at most :data:`MAX_CONCURRENT_FETCHES` fetches at once; beyond
+  that the answer is "busy, try again" at once (:class:`HubFlights`, on ``Caches.hub``).
+
+Errors are data with the field ``model``: an id that is not one (422), a repository or
+revision the Hub does not have (404), a gated repository the shop's token cannot read, a
+repository without config.json or with one the reader refuses (422), the Hub unreachable, slow
+or busy (503; a config.json fetched before is used instead when there is one). Each says to
+give the config.json itself instead, which always works.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final, TypeVar, cast
+from urllib.parse import quote
+
+import httpx2
+from huggingface_hub import get_session, hf_raise_for_status
+from huggingface_hub.errors import (
+    DisabledRepoError,
+    GatedRepoError,
+    HfHubHTTPError,
+    OfflineModeIsEnabled,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils._headers import build_hf_headers
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.catalog.schemas import Catalog
+from app.config import DEFAULT_HUB_ENDPOINT, Settings
+from app.db.base import utcnow
+from app.db.tables import HubConfig
+from app.errors import DomainError, InvalidInput, NotFound, Unavailable
+from app.estimates import inline_config
+
+_T = TypeVar("_T")
+
+MAX_REPO_PART_CHARS: Final = 96
+"""Longest owner or name in a repository id (the Hub's own limit, ``validate_repo_id``)."""
+MAX_REPO_ID_CHARS: Final = 2 * MAX_REPO_PART_CHARS + 1
+"""Longest repository id, ``owner/name``."""
+MAX_REVISION_CHARS: Final = 128
+"""Longest revision: a branch, a tag (``refs/pr/12``) or a 40-character commit id."""
+MAX_MODEL_CHARS: Final = MAX_REPO_ID_CHARS + 1 + MAX_REVISION_CHARS
+"""Longest ``model`` value a surface passes on (``owner/name@revision``)."""
+MAX_INFO_BYTES: Final = 1024 * 1024
+"""Largest model-info answer read (asked with ``expand=sha``: a hundred bytes from the Hub;
+a whole model info with thousands of files stays far below 1 MB)."""
+MAX_ERROR_BYTES: Final = 16 * 1024
+"""Of an error answer, only this much is read (its message is all that is used)."""
+MAX_CONCURRENT_FETCHES: Final = 4
+"""Hub look-ups one process runs at once; a request beyond that is told to try again."""
+DEFAULT_REVISION: Final = "main"
+"""The revision looked up when none is given (the Hub's default branch name)."""
+LIBRARY_NAME: Final = "gpu-sizer"
+"""What the user agent says is asking (huggingface_hub's ``library_name``)."""
+
+_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
+_REPO_ID = re.compile(rf"{_PART}/{_PART}")
+_REVISION = re.compile(r"[A-Za-z0-9._/-]{1,128}")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_FORWARDED_ERROR_HEADERS = ("x-error-code", "x-error-message", "content-type")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoRef:
+    """A repository id and the revision asked for (:data:`DEFAULT_REVISION` when none was)."""
+
+    repo_id: str
+    revision: str = DEFAULT_REVISION
+    explicit_revision: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What the cache and the fetches are keyed by: the Hub's ids ignore case."""
+        return self.repo_id.lower(), self.revision
+
+    @property
+    def text(self) -> str:
+        return f"{self.repo_id}@{self.revision}" if self.explicit_revision else self.repo_id
+
+
+@dataclass(frozen=True, slots=True)
+class HubModel:
+    """A repository's config.json as fetched: the Hub's spelling of the id, the revision asked
+    for, the commit it was read at, the document, and when it was fetched."""
+
+    repo_id: str
+    revision: str
+    commit_sha: str
+    config: Mapping[str, Any]
+    fetched_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """What a surface's ``model`` names: a catalog model's slug, or a Hub repository's
+    config.json (``hub`` says which and at which commit)."""
+
+    slug: str | None = None
+    config: Mapping[str, Any] | None = None
+    hub: HubModel | None = None
+
+
+def is_repo_id(model: str) -> bool:
+    """Whether a surface's ``model`` value means a Hub repository (a slug has no ``/``)."""
+    return "/" in model
+
+
+def parse_ref(model: str) -> RepoRef:
+    """``owner/name`` or ``owner/name@revision``, held to the Hub's rules and this module's
+    bounds; :class:`InvalidInput` on field ``model`` otherwise."""
+    text = model.strip()
+    repo, at, revision = text[:MAX_MODEL_CHARS + 1].partition("@")
+    valid = (len(text) <= MAX_MODEL_CHARS and len(repo) <= MAX_REPO_ID_CHARS
+             and _REPO_ID.fullmatch(repo) is not None and "--" not in repo
+             and ".." not in repo)
+    if at:
+        valid = valid and _REVISION.fullmatch(revision) is not None and ".." not in revision
+    if not valid:
+        raise InvalidInput(
+            "not a Hugging Face repository id: owner/name (letters, digits, '.', '_' and '-', "
+            f"at most {MAX_REPO_PART_CHARS} each), optionally @revision",
+            field="model", key="hub_repo_invalid", params={"max": MAX_REPO_PART_CHARS},
+        )
+    if at:
+        return RepoRef(repo, revision, explicit_revision=True)
+    return RepoRef(repo)
+
+
+@dataclass(frozen=True, slots=True)
+class HubAccess:
+    """Where and how to ask the Hub (from the settings), and this process's fetches."""
+
+    flights: HubFlights
+    endpoint: str = DEFAULT_HUB_ENDPOINT
+    token: str | None = None
+    timeout_s: float = 10.0
+    cache_hours: int = 24
+
+    @staticmethod
+    def of(settings: Settings, flights: HubFlights) -> HubAccess:
+        token = settings.hub_token.get_secret_value() if settings.hub_token else None
+        return HubAccess(flights=flights, endpoint=settings.hub_endpoint or DEFAULT_HUB_ENDPOINT,
+                         token=token, timeout_s=settings.hub_timeout_s,
+                         cache_hours=settings.hub_cache_hours)
+
+
+class _Flight:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: object = None
+        self.error: BaseException | None = None
+
+
+class HubFlights:
+    """This process's Hub fetches under way: one per repository and revision at a time (a
+    second asker waits for the first one's answer), at most ``limit`` at once. Held on
+    ``Caches.hub`` by the application, or by a CLI command for its run. Thread-safe; it keeps
+    nothing once a fetch is done (the answers are kept in the database)."""
+
+    def __init__(self, limit: int = MAX_CONCURRENT_FETCHES) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[tuple[str, str], _Flight] = {}
+        self._slots = threading.BoundedSemaphore(limit)
+
+    def run(self, key: tuple[str, str], fetch: Callable[[], _T], *, wait_s: float) -> _T:
+        """``fetch()``, or the answer of the same fetch another thread is running."""
+        with self._lock:
+            flight = self._running.get(key)
+            leader = flight is None
+            if flight is None:
+                if not self._slots.acquire(blocking=False):
+                    raise _unavailable("hub_busy", "too many Hub look-ups at once; try again "
+                                       "in a moment")
+                flight = self._running[key] = _Flight()
+        if leader:
+            try:
+                value = fetch()
+                flight.value = value
+            except BaseException as error:
+                flight.error = error
+                raise
+            finally:
+                with self._lock:
+                    del self._running[key]
+                self._slots.release()
+                flight.done.set()
+            return value
+        if not flight.done.wait(wait_s):
+            raise _timeout(wait_s)
+        if flight.error is not None:
+            raise flight.error
+        return cast(_T, flight.value)
+
+    def running(self) -> int:
+        """Fetches under way now (for tests and metrics)."""
+        with self._lock:
+            return len(self._running)
+
+
+def choose_model(session: Session | None, catalog: Catalog, model: str, *,
+                 access: HubAccess) -> ModelChoice:
+    """What ``model`` names: a catalog slug as it is; a Hub repository id as the catalog model
+    of that id, else its config.json (:func:`hub_model`). ``session`` keeps fetched configs
+    (``None``: no database, every look-up fetches)."""
+    if not is_repo_id(model):
+        return ModelChoice(slug=model)
+    ref = parse_ref(model)
+    if not ref.explicit_revision:
+        wanted = ref.repo_id.lower()
+        for record in catalog.models:
+            if record.hf_id.lower() == wanted:
+                return ModelChoice(slug=record.slug)
+    found = hub_model(session, ref, access=access)
+    return ModelChoice(config=found.config, hub=found)
+
+
+def hub_model(session: Session | None, ref: RepoRef, *, access: HubAccess,
+              now: Callable[[], datetime] = utcnow) -> HubModel:
+    """The repository's config.json: kept, or fetched and kept (flushed, never committed:
+    docs/architecture.md rule 5). A fetch the Hub cannot answer now falls back on a kept copy
+    past its time, if there is one."""
+    kept = _kept(session, ref) if session is not None else None
+    if kept is not None and _fresh(kept, ref, access, now()):
+        return kept
+    try:
+        fetched = access.flights.run(ref.key, lambda: _fetch(ref, access, now),
+                                     wait_s=access.timeout_s + 1)
+    except Unavailable:
+        if kept is not None:
+            return kept
+        raise
+    if session is not None:
+        _keep(session, ref, fetched)
+    return fetched
+
+
+def _fresh(kept: HubModel, ref: RepoRef, access: HubAccess, now: datetime) -> bool:
+    if _COMMIT.fullmatch(ref.revision):
+        return True  # a commit never changes
+    return now - kept.fetched_at < timedelta(hours=access.cache_hours)
+
+
+def _kept(session: Session, ref: RepoRef) -> HubModel | None:
+    repo_key, revision = ref.key
+    row = session.scalars(
+        select(HubConfig).where(HubConfig.repo_key == repo_key, HubConfig.revision == revision)
+    ).one_or_none()
+    if row is None:
+        return None
+    return HubModel(repo_id=row.repo_id, revision=row.revision, commit_sha=row.commit_sha,
+                    config=row.config, fetched_at=row.fetched_at)
+
+
+def _keep(session: Session, ref: RepoRef, found: HubModel) -> None:
+    """Insert or refresh the row; two workers that fetched the same repository at once both
+    succeed (the later one's copy stays)."""
+    repo_key, revision = ref.key
+    values = {"repo_key": repo_key, "repo_id": found.repo_id, "revision": revision,
+              "commit_sha": found.commit_sha, "config": dict(found.config),
+              "fetched_at": found.fetched_at}
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(HubConfig).values(**values)
+    session.execute(statement.on_conflict_do_update(
+        index_elements=["repo_key", "revision"],
+        set_={name: statement.excluded[name]
+              for name in ("repo_id", "commit_sha", "config", "fetched_at")},
+    ))
+    session.expire_all()
+
+
+def _fetch(ref: RepoRef, access: HubAccess, now: Callable[[], datetime]) -> HubModel:
+    """Model info (for the commit), then the config.json at that commit."""
+    deadline = time.monotonic() + access.timeout_s
+    headers = build_hf_headers(token=access.token or False, library_name=LIBRARY_NAME,
+                               headers={"Accept-Encoding": "identity"})
+    info_url = f"{access.endpoint}/api/models/{ref.repo_id}"
+    if ref.explicit_revision:
+        info_url += f"/revision/{quote(ref.revision, safe='')}"
+    try:
+        info = _get(info_url, headers, MAX_INFO_BYTES, deadline, access, ref,
+                    params={"expand": "sha"})
+        commit, repo_id = _commit_of(info, ref)
+        body = _get(f"{access.endpoint}/{ref.repo_id}/resolve/{commit}/config.json", headers,
+                    inline_config.MAX_CONFIG_BYTES, deadline, access, ref)
+    except GatedRepoError as error:
+        raise _refused(ref, "hub_gated", f"{ref.repo_id} is gated and the shop's Hub token "
+                       "has no access to it") from error
+    except RevisionNotFoundError as error:
+        raise NotFound(f"{ref.repo_id} has no revision '{ref.revision}' on the Hugging Face "
+                       "Hub", field="model", key="hub_revision_not_found",
+                       params={"repo": ref.repo_id, "revision": ref.revision}) from error
+    except RemoteEntryNotFoundError as error:
+        raise _refused(ref, "hub_no_config", f"{ref.repo_id} has no config.json (not a "
+                       "transformers model)") from error
+    except (RepositoryNotFoundError, DisabledRepoError) as error:
+        raise _not_found(ref) from error
+    except HfHubHTTPError as error:
+        raise _by_status(ref, error) from error
+    except httpx2.TimeoutException as error:
+        raise _timeout(access.timeout_s) from error
+    except (httpx2.TransportError, OfflineModeIsEnabled) as error:
+        raise _unavailable("hub_unreachable", "the Hugging Face Hub cannot be reached right "
+                           "now") from error
+    try:
+        config = inline_config.read_config_bytes(body)
+    except inline_config.ConfigValueError as error:
+        raise _refused(ref, "hub_bad_config", f"the config.json of {ref.repo_id} cannot be "
+                       f"read: {error}", reason=str(error)) from error
+    return HubModel(repo_id=repo_id, revision=ref.revision, commit_sha=commit, config=config,
+                    fetched_at=now())
+
+
+def _commit_of(info: bytes, ref: RepoRef) -> tuple[str, str]:
+    """The commit and the Hub's spelling of the id, from a model-info answer."""
+    try:
+        document = json.loads(info)
+    except (ValueError, RecursionError):
+        document = None
+    sha = document.get("sha") if isinstance(document, dict) else None
+    if not isinstance(sha, str) or _COMMIT.fullmatch(sha) is None:
+        raise _unavailable("hub_unreachable", "the Hugging Face Hub's answer names no commit")
+    assert isinstance(document, dict)
+    spelled = document.get("id")
+    same = isinstance(spelled, str) and spelled.lower() == ref.repo_id.lower()
+    return sha, spelled if same and isinstance(spelled, str) else ref.repo_id
+
+
+def _get(url: str, headers: Mapping[str, str], limit: int, deadline: float,
+         access: HubAccess, ref: RepoRef, params: Mapping[str, str] | None = None) -> bytes:
+    """The body of a 2xx answer, at most ``limit`` bytes, by ``deadline``; an error answer is
+    raised as huggingface_hub reads it (from its first :data:`MAX_ERROR_BYTES`)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _timeout(access.timeout_s)
+    with get_session().stream("GET", url, headers=dict(headers), params=params,
+                              timeout=httpx2.Timeout(remaining)) as response:
+        if response.status_code >= 400:
+            head = _read(response, MAX_ERROR_BYTES, deadline, access, truncate=True)
+            forwarded = {name: value for name, value in response.headers.items()
+                         if name.lower() in _FORWARDED_ERROR_HEADERS}
+            hf_raise_for_status(httpx2.Response(response.status_code, headers=forwarded,
+                                                content=head, request=response.request))
+        if response.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
+            raise _unavailable("hub_unreachable", "the Hugging Face Hub answered compressed "
+                               "although asked not to")
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(ref, limit)
+        return _read(response, limit, deadline, access, ref=ref)
+
+
+def _read(response: httpx2.Response, limit: int, deadline: float, access: HubAccess, *,
+          truncate: bool = False, ref: RepoRef | None = None) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_raw():
+        if size + len(chunk) > limit:
+            if truncate:
+                chunks.append(chunk[: limit - size])
+                break
+            raise _too_large(ref, limit)
+        size += len(chunk)
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise _timeout(access.timeout_s)
+    return b"".join(chunks)
+
+
+def _refused(ref: RepoRef, key: str, why: str, **params: str) -> InvalidInput:
+    return InvalidInput(f"{why}; give its config.json instead", field="model", key=key,
+                        params={"repo": ref.repo_id, **params})
+
+
+def _not_found(ref: RepoRef) -> NotFound:
+    return NotFound(f"the Hugging Face Hub has no public model {ref.repo_id} (or it is "
+                    "private); check the id, or give its config.json instead", field="model",
+                    key="hub_not_found", params={"repo": ref.repo_id})
+
+
+def _too_large(ref: RepoRef | None, limit: int) -> DomainError:
+    repo = ref.repo_id if ref is not None else "the repository"
+    return InvalidInput(f"the Hugging Face Hub's answer for {repo} is larger than "
+                        f"{limit // 1024} KB; give its config.json instead", field="model",
+                        key="hub_too_large", params={"repo": repo, "max": limit // 1024})
+
+
+def _timeout(seconds: float) -> Unavailable:
+    return _unavailable("hub_timeout", f"the Hugging Face Hub did not answer within "
+                        f"{seconds:g} s", seconds=f"{seconds:g}")
+
+
+def _unavailable(key: str, reason: str, **params: str) -> Unavailable:
+    return Unavailable(f"{reason}; try again, or give the model's config.json instead",
+                       field="model", key=key, params=params)
+
+
+def _by_status(ref: RepoRef, error: HfHubHTTPError) -> DomainError:
+    """An error answer huggingface_hub has no class for, by its status."""
+    status = error.response.status_code if error.response is not None else 0
+    if status in (401, 403):
+        return _refused(ref, "hub_gated", f"{ref.repo_id} is gated and the shop's Hub token "
+                        "has no access to it")
+    if status == 404:
+        return _not_found(ref)
+    return _unavailable("hub_unreachable", f"the Hugging Face Hub answered {status}")
