@@ -11,10 +11,12 @@ into words:
   at every ``-``, ``_``, ``/`` and space, each word also cut where letters turn into digits
   (``qwen3.5`` gives ``qwen3.5``, ``qwen`` and ``3.5``; ``a3b`` gives ``a`` and ``3b``); a
   mixture-of-experts model also has the word ``moe``;
-* the query is cut the same way; every query word must begin some word of the model (so
-  ``70b`` finds ``70b`` but not ``7b``, and ``lla`` already finds Llama while it is typed), or,
-  when it does not, every part it falls into where letters turn into digits must (``llama3.1``
-  finds ``Llama-3.1-8B``).
+* the query is cut at spaces into terms; every term must find the model. A term without a
+  separator must begin some word of the model (so ``70b`` finds ``70b`` but not ``7b``, and
+  ``lla`` already finds Llama while it is typed), or, when it does not, every part it falls into
+  where letters turn into digits must (``llama3.1`` finds ``Llama-3.1-8B``). A term with a
+  separator is a piece of a name as written (``qwen3-3``, ``meta-llama/llama-3.1``) and must
+  stand in the slug or the Hugging Face id as it is.
 
 Case is ignored. The work is bounded: the surfaces cut the query at :data:`MAX_QUERY_CHARS`
 and a model's words come from its short names, never from its config.json.
@@ -64,13 +66,19 @@ def _begins_one(word: str, vocabulary: Iterable[str]) -> bool:
 
 
 def matches(model: ModelRecord, query: str) -> bool:
-    """Whether every word of ``query`` finds ``model`` (an empty query finds every model)."""
+    """Whether every term of ``query`` finds ``model`` (an empty query finds every model)."""
     vocabulary = model_words(model)
-    return all(
-        _begins_one(word, vocabulary)
-        or all(_begins_one(part, vocabulary) for part in _parts(word))
-        for word in words(query[:MAX_QUERY_CHARS])
-    )
+    names = f"{model.slug} {model.hf_id}".lower()
+    for term in query[:MAX_QUERY_CHARS].lower().split():
+        if _SEPARATORS.search(term):  # a piece of a name as written: qwen3-3, meta-llama/
+            if term not in names:
+                return False
+            continue
+        word = term.strip(".")
+        if word and not (_begins_one(word, vocabulary)
+                         or all(_begins_one(part, vocabulary) for part in _parts(word))):
+            return False
+    return True
 
 
 def search(models: Sequence[ModelRecord], query: str) -> list[ModelRecord]:

@@ -234,14 +234,16 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
     BadInput("targets-sql", "lora_targets", SQL),
     # unknown slugs, unicode in slugs, oversize
     BadInput("model-unknown", "model", "no-such-model", api_status=404),
-    BadInput("model-script", "model", SCRIPT, api_status=404, echoes_markup=True),
+    # a "/" makes it a Hugging Face repository id, refused as one before any request
+    BadInput("model-script", "model", SCRIPT, api_status=422, echoes_markup=True),
+    BadInput("model-repo-id-traversal", "model", "acme/model@../../etc/passwd"),
     BadInput("model-sql", "model", SQL, api_status=404),
     BadInput("model-zero-width-space", "model", "llama-3.1-8b\u200b", api_status=404),
     BadInput("model-rtl-override", "model", "llama-3.1-\u202e8b", api_status=404),
     BadInput("model-emoji", "model", "\U0001f999-3.1-8b", api_status=404),
     BadInput("model-nul-byte", "model", "llama-3.1-8b\x00", api_status=404),
     BadInput("model-lone-surrogate", "model", text="llama\udcff", api_json='"llama\\udcff"'),
-    BadInput("model-oversize", "model", "m" * 101, api_status=422),
+    BadInput("model-oversize", "model", "m" * 323, api_status=422),  # beyond owner/name@rev
     BadInput("gpu-unknown", "gpu", "no-such-card", api_json='["no-such-card"]', api_status=404),
     BadInput("gpu-sql", "gpu", SQL, api_json=json.dumps([SQL]), api_status=404),
     # config.json: empty, malformed, wrong shape, non-finite and huge numbers, bombs, size
