@@ -140,6 +140,11 @@ def _isolated_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in list(os.environ):
         if name.startswith("SIZER_") and name not in (POSTGRES_ENV, REDIS_ENV):
             monkeypatch.delenv(name)
+    # No test reaches the internet: a model id with a "/" is looked up on the Hub
+    # (app/catalog/hub.py), which is this closed port unless a test starts its fake Hub.
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
     yield
 
 

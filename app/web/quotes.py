@@ -106,8 +106,10 @@ class _Asked:
     catalog: Catalog
 
 
-def _resolve(session: Session, cached: Caches, data: Mapping[str, str]) -> _Asked:
-    """The item and sizing a form carries; NotFound / InvalidInput render as error pages."""
+def _resolve(request: Request, session: Session, cached: Caches,
+             data: Mapping[str, str]) -> _Asked:
+    """The item and sizing a form carries; NotFound / InvalidInput render as error pages.
+    A Hugging Face repository id is looked up as the calculator looks it up."""
     calc, calc_errors = calc_form.parse(data)
     item = quote_form.parse_item(data.get("item", ""))
     catalog = catalog_service.get_catalog(session, cached.catalog)
@@ -118,7 +120,9 @@ def _resolve(session: Session, cached: Caches, data: Mapping[str, str]) -> _Aske
     if calc.is_custom:
         raise InvalidInput("a pasted config.json cannot be carried into a quote link",
                            field="model")
+    hub_status = calculator.choose_hub_model(request, session, catalog, calc, calc_errors)
     view, status = calculator.size(catalog, calc, calc_errors, cache=cached.estimates)
+    status = hub_status or status
     if view is None:
         raise NotFound("not in the catalog", field="model") if status == 404 else InvalidInput(
             "the sizing parameters are not valid", field="calculator"
@@ -144,7 +148,8 @@ def _form_page(request: Request, asked: _Asked, *, contact: Contact | None = Non
 @router.get("/quote", response_class=HTMLResponse)
 def quote_request_form(request: Request, session: DbSession) -> HTMLResponse:
     """The short form for the card or system of a result row."""
-    return _form_page(request, _resolve(session, caches.of(request), request.query_params))
+    asked = _resolve(request, session, caches.of(request), request.query_params)
+    return _form_page(request, asked)
 
 
 @router.post("/quote", response_class=HTMLResponse)
@@ -154,7 +159,7 @@ def submit_quote_request(
     """Store the request with its sizing; 303 (or HX-Redirect) to its permanent page."""
     if body.too_large:
         raise InvalidInput("too large", field="form")
-    asked = _resolve(session, caches.of(request), body.fields)
+    asked = _resolve(request, session, caches.of(request), body.fields)
     contact, errors = quote_form.parse_contact(body.fields)
     if errors:
         return _form_page(request, asked, contact=contact, errors=errors, status=422)

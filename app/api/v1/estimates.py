@@ -19,7 +19,7 @@ from app.api.v1.bodies import check_model_choice
 from app.api.v1.deps import require_partner
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import recommendations_out
-from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
+from app.api.v1.responses import AUTH_ERRORS, HUB_UNAVAILABLE, INVALID, NOT_FOUND
 from app.catalog import hub
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
@@ -31,7 +31,7 @@ from app.estimates.service import EstimateRequest
 from app.http.session import DbSession
 
 router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
-                   responses={**AUTH_ERRORS, **INVALID, **NOT_FOUND},
+                   responses={**AUTH_ERRORS, **INVALID, **NOT_FOUND, **HUB_UNAVAILABLE},
                    route_class=BoundedJsonRoute)  # a 5,000-digit number names its field
 
 STOREFRONT_PRESETS = ("all-linear", "attention", "qv", "mlp")

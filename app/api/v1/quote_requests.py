@@ -18,7 +18,13 @@ from app.api.v1.estimates import resolved, storefront_query, to_request
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import quote_request_out
 from app.api.v1.problems import ApiProblem
-from app.api.v1.responses import AUTH_ERRORS, BAD_PARAMETER, INVALID, NOT_FOUND
+from app.api.v1.responses import (
+    AUTH_ERRORS,
+    BAD_PARAMETER,
+    HUB_UNAVAILABLE,
+    INVALID,
+    NOT_FOUND,
+)
 from app.catalog import service as catalog_service
 from app.errors import InvalidInput
 from app.http.session import DbSession
@@ -46,7 +52,7 @@ router = APIRouter(tags=["quote requests"], dependencies=[Depends(require_partne
 
 
 @router.post("/quote-requests", response_model=schemas.QuoteRequestOut, status_code=201,
-             responses=INVALID, summary="Request a quote for a customer")
+             responses={**INVALID, **HUB_UNAVAILABLE}, summary="Request a quote for a customer")
 def create_quote_request(request: Request, session: DbSession, partner: Partner,
                          response: Response,
                          body: schemas.QuoteRequestIn) -> schemas.QuoteRequestOut:

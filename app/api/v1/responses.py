@@ -25,3 +25,7 @@ INVALID: dict[int | str, dict[str, Any]] = {
 BAD_PARAMETER: dict[int | str, dict[str, Any]] = {
     422: _problem("An invalid query or path parameter: one entry per field in `errors`."),
 }
+HUB_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: _problem("A Hugging Face repository id in `model` could not be looked up now (the Hub "
+                  "unreachable, slower than the timeout, or busy); send `model_config` instead."),
+}

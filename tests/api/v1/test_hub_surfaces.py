@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from app.config import SEED_DIR
 from app.db.session import SessionFactory
-from app.db.tables import HubConfig
+from app.db.tables import HubConfig, QuoteRequest
 from tests.api.v1.conftest import assert_problem
 from tests.cli.runner import sizer
 from tests.fake_hub import FakeHub, FakeRepo, running_hub
@@ -175,3 +175,21 @@ def test_the_page_says_why_beside_the_model_and_how_to_go_on(
         assert error is not None, language
         assert error.group(1).startswith(words), error.group(1)
         assert ("My own model" if language == "en" else "Eigenes Modell") in error.group(1)
+
+
+def test_a_quote_for_a_repository_is_sized_from_its_config(
+    client: TestClient, seeded: SessionFactory
+) -> None:
+    form = client.get("/quote", params={"item": "gpu:rtx-pro-6000", "model": REPO,
+                                        "method": "lora", "batch": "2", "seq": "1024"})
+    assert form.status_code == 200, form.text[:500]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form.text))
+    assert fields["model"] == REPO
+    contact = {"name": "Ada Lovelace", "company": "Analytical Engines GmbH",
+               "email": "ada@example.com", "country": "DE", "quantity": "1"}
+    stored = client.post("/quote", data={**fields, **contact})
+    assert stored.status_code == 303, stored.text[:500]
+    with seeded() as session:
+        row = session.scalars(select(QuoteRequest)).one()
+    assert row.sizing["calculator"]["model"] == REPO
+    assert row.sizing["result"]["params"]["total"] > 0

@@ -27,14 +27,20 @@ from app.config import load_settings
 from app.db import migrate
 from app.db.session import make_engine, make_session_factory
 from app.main import create_app
+from tests.fake_hub import FakeHub
 
 MAX_EXAMPLES = 25
 # The schema is read from the app at import (it needs no database); the database behind it is
 # migrated and seeded by the module fixture before the first generated request.
 _DIR = Path(tempfile.mkdtemp(prefix="sizer-schemathesis-"))
 _URL = f"sqlite:///{_DIR / 'api.db'}"
+# A model id with a "/" is looked up on the Hub: this fake one on 127.0.0.1, which has no
+# repositories (404), so no generated request reaches the internet.
+_HUB = FakeHub()
+_HUB.start()
 schema = schemathesis.openapi.from_asgi(
-    "/api/v1/openapi.json", create_app(load_settings(database_url=_URL))
+    "/api/v1/openapi.json",
+    create_app(load_settings(database_url=_URL, hub_endpoint=_HUB.endpoint)),
 )
 
 
@@ -50,6 +56,7 @@ def partner_key() -> Iterator[str]:
     engine.dispose()
     yield key
     shutil.rmtree(_DIR, ignore_errors=True)
+    _HUB.stop()
 
 
 @schema.parametrize()
