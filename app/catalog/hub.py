@@ -311,7 +311,6 @@ def _keep(session: Session, ref: RepoRef, found: HubModel) -> None:
         set_={name: statement.excluded[name]
               for name in ("repo_id", "commit_sha", "config", "fetched_at")},
     ))
-    session.expire_all()
 
 
 def _fetch(ref: RepoRef, access: HubAccess, now: Callable[[], datetime]) -> HubModel:

@@ -264,3 +264,20 @@ def test_the_language_switch_keeps_settings_changed_on_the_page(walk: Any) -> No
     page.wait_for_url(re.compile(r"batch=3"))
     assert page.locator("html").get_attribute("lang") == "de"
     assert page.input_value("#f-batch") == "3"
+
+
+def test_a_two_word_search_finds_models_and_keeps_a_result(walk: Any) -> None:
+    """Issue 16, point 4: "Llama 70B", the search box's own example, found nothing and
+    replaced the result with an error."""
+    page = walk(locale="en-US").page
+    page.goto("/")
+    page.fill("#f-q", "Llama 70B")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#f-model option')].every("
+        "o => o.value === 'custom' || o.value.includes('70b'))"
+    )
+    page.wait_for_function(
+        "() => document.querySelector('.model-line').innerText.includes('70B')"
+    )
+    assert "70b" in page.input_value("#f-model")
+    assert page.locator(".field-error:not(:empty)").count() == 0
