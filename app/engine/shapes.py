@@ -208,7 +208,7 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "mixtral", "gpt2",
     # arch_dense.py, arch_hybrid.py, arch_multimodal.py (registered at the end of this module)
     "olmo2", "gemma", "phi", "falcon", "gpt_neox", "qwen3_next", "qwen3_5", "qwen3_5_moe",
-    "nemotron_h", "gemma3", "mistral3", "qwen3_5_text", "qwen3_5_moe_text",
+    "nemotron_h", "gemma3", "mistral3", "qwen3_5_text", "qwen3_5_moe_text", "ministral3",
 )
 
 
@@ -527,6 +527,11 @@ def _qwen3_biases(cfg: _Config) -> Biases:
     return attention_bias, attention_bias, False
 
 
+def _no_biases(_cfg: _Config) -> Biases:
+    """Ministral 3: no biases anywhere (``Ministral3Attention``/``Ministral3MLP``, no flag)."""
+    return False, False, False
+
+
 def _qwen3_moe(cfg: _Config) -> ModelShape:
     """Qwen3-MoE: Qwen3 attention; sparse layers hold a router and ``num_experts`` SwiGLU experts.
 
@@ -680,4 +685,5 @@ _BUILDERS.update({
     "qwen3_5": arch_multimodal.qwen3_5, "qwen3_5_moe": arch_multimodal.qwen3_5_moe,
     "gemma3": arch_multimodal.gemma3, "mistral3": arch_multimodal.mistral3,
     "qwen3_5_text": arch_hybrid.qwen3_5_text, "qwen3_5_moe_text": arch_hybrid.qwen3_5_moe_text,
+    "ministral3": lambda cfg: _dense_swiglu(cfg, "ministral3", biases=_no_biases),
 })

@@ -23,8 +23,7 @@ EXTRA_MODELS = (
     # slug, Hugging Face id, family, mixture of experts
     ("gpt-oss-20b", "openai/gpt-oss-20b", "GPT-OSS", True),
     ("qwen3.5-35b-a3b", "Qwen/Qwen3.5-35B-A3B", "Qwen", True),
-    ("qwen3.5-27b", "Qwen/Qwen3.5-27B", "Qwen", False),
-)
+)  # Qwen3.5-27B (dense) is in the seed
 
 
 @pytest.fixture
