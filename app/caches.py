@@ -1,9 +1,10 @@
 """The process's caches, on one object that whoever serves requests holds.
 
-Three caches make a worker fast without making it the truth (the database is): the catalog
+Four caches make a worker fast without making it the truth (the database is): the catalog
 snapshot (:class:`app.catalog.service.CatalogCache`), the estimate answers
-(:class:`app.estimates.service.EstimateCache`) and the checked API keys
-(:class:`app.accounts.api_keys.KeyCheckCache`). They used to be module globals, which every test
+(:class:`app.estimates.service.EstimateCache`), the checked API keys
+(:class:`app.accounts.api_keys.KeyCheckCache`) and the calculator's rendered htmx results
+(:class:`app.html.fragments.FragmentCache`). They used to be module globals, which every test
 had to reset by hand and two applications in one process shared. Now ``create_app`` builds one
 :class:`Caches` and keeps it on ``app.state.caches`` (the partner sub-application holds the same
 object), each CLI command that needs one builds its own, and every service that uses a cache
@@ -22,6 +23,7 @@ from app.accounts.api_keys import KeyCheckCache
 from app.catalog.hub import HubFlights
 from app.catalog.service import CatalogCache
 from app.estimates.service import EstimateCache
+from app.html.fragments import FragmentCache
 
 if TYPE_CHECKING:
     from starlette.requests import HTTPConnection
@@ -36,12 +38,14 @@ class Caches:
     key_checks: KeyCheckCache = field(default_factory=KeyCheckCache)
     hub: HubFlights = field(default_factory=HubFlights)
     """Hub look-ups under way (``app/catalog/hub.py``): nothing kept once each is done."""
+    fragments: FragmentCache = field(default_factory=FragmentCache)
 
     def forget(self) -> None:
-        """Drop everything all three hold (never needed for correctness)."""
+        """Drop everything all four hold (never needed for correctness)."""
         self.catalog.forget()
         self.estimates.forget()
         self.key_checks.forget()
+        self.fragments.forget()
 
 
 def of(connection: HTTPConnection) -> Caches:

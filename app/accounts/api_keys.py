@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -333,6 +333,23 @@ def set_partner_active(session: Session, *, partner_id: int, active: bool,
     return True
 
 
+def _well_formed(plaintext: str) -> bool:
+    return plaintext.startswith(KEY_SCHEME) and len(plaintext) <= MAX_KEY_LENGTH
+
+
+def _check_key(engine: Engine, plaintext: str) -> tuple[str, str]:
+    return (str(engine.url), hash_key(plaintext))
+
+
+def recall(engine: Engine, *, plaintext: str, checked: KeyCheckCache) -> ApiPrincipal | None:
+    """The principal :func:`authenticate` found for this key on ``engine``'s database less than
+    :data:`PRINCIPAL_CACHE_S` ago, else None; no query (the partner API's async key check
+    calls :func:`authenticate` in a thread on None)."""
+    if not _well_formed(plaintext):
+        return None
+    return checked.get(_check_key(engine, plaintext))
+
+
 def authenticate(session: Session, *, plaintext: str,
                  checked: KeyCheckCache) -> ApiPrincipal | None:
     """The principal of a valid, unrevoked key of an active partner, else None; a key found
@@ -340,9 +357,9 @@ def authenticate(session: Session, *, plaintext: str,
 
     Records the use (``last_used_at``, to :data:`LAST_USED_RESOLUTION`) in the caller's
     transaction."""
-    if not plaintext.startswith(KEY_SCHEME) or len(plaintext) > MAX_KEY_LENGTH:
+    if not _well_formed(plaintext):
         return None
-    cache_key = (str(session.get_bind().engine.url), hash_key(plaintext))
+    cache_key = _check_key(session.get_bind().engine, plaintext)
     hit = checked.get(cache_key)
     if hit is not None:
         return hit

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -43,9 +44,13 @@ class _Snapshot:
     checked_at: float
 
 
-def _database(session: Session) -> str:
+def database_key(engine: Engine) -> str:
     """One snapshot per database, so tests (and tools) with several databases stay apart."""
-    return session.get_bind().engine.url.render_as_string(hide_password=False)
+    return engine.url.render_as_string(hide_password=False)
+
+
+def _database(session: Session) -> str:
+    return database_key(session.get_bind().engine)
 
 
 class CatalogCache:
@@ -80,6 +85,16 @@ class CatalogCache:
             cached = replace(cached, checked_at=self._clock())
         with self._lock:
             self._snapshots[key] = cached
+        return cached.full if include_inactive else cached.active
+
+    def peek(self, database: str, *, include_inactive: bool = False) -> Catalog | None:
+        """The snapshot of ``database`` (a URL as :func:`database_key` renders it) if its
+        revision was confirmed less than :data:`REVISION_CHECK_INTERVAL_S` ago, else None:
+        what an async route serves without a session, a thread or a query (it calls
+        :meth:`get` in a thread on None)."""
+        cached = self._snapshots.get(database)
+        if cached is None or self._clock() - cached.checked_at >= REVISION_CHECK_INTERVAL_S:
+            return None
         return cached.full if include_inactive else cached.active
 
     def _load(self, session: Session, current: tuple[int, str]) -> _Snapshot:

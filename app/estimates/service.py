@@ -66,6 +66,14 @@ class EstimateCache:
                 self._answers.popitem(last=False)
         return value
 
+    def knows(self, kind: str, catalog: Catalog, request: EstimateRequest) -> bool:
+        """Whether :meth:`remembered` would answer without computing: what lets an async route
+        answer on the event loop and send only a computation to a thread."""
+        if request.model_config is not None:
+            return False
+        hit = self._answers.get((kind, id(catalog), request))
+        return hit is not None and hit[0] is catalog
+
     def forget(self) -> None:
         """Drop every remembered answer (never needed for correctness)."""
         with self._lock:
@@ -200,6 +208,15 @@ def estimate_json(catalog: Catalog, request: EstimateRequest, *, cache: Estimate
     )
     metrics.ESTIMATES.labels(request.job.method).inc()
     return document
+
+
+def remembered_estimate_json(catalog: Catalog, request: EstimateRequest, *,
+                             cache: EstimateCache) -> bytes | None:
+    """:func:`estimate_json` when ``cache`` already holds the answer, else None (nothing is
+    computed): the partner API's async route sends only a computation to a thread."""
+    if not cache.knows("json", catalog, request):
+        return None
+    return estimate_json(catalog, request, cache=cache)
 
 
 def _estimate_uncounted(catalog: Catalog, request: EstimateRequest,

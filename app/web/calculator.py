@@ -11,12 +11,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from itertools import groupby
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app import caches
 from app.catalog import hub
@@ -28,8 +30,11 @@ from app.estimates import service as estimates_service
 from app.estimates.service import EstimateCache
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
+from app.html.fragments import Rendered
 from app.html.templating import render
+from app.http import cached as cached_path
 from app.http.session import DbSession
+from app.ops import metrics
 from app.web import calculator_form as form
 from app.web import engine_errors, result_view
 from app.web.calculator_form import CalculatorInput
@@ -94,10 +99,56 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
     """Parse, size, render: the page or, for htmx, the result and the field errors."""
     if calc is None or errors is None:
         calc, errors = form.parse(data)
-    cached = caches.of(request)
-    catalog = catalog_service.get_catalog(session, cached.catalog)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     status = choose_hub_model(request, session, catalog, calc, errors) or status
-    view, computed_status = size(catalog, calc, errors, cache=cached.estimates)
+    return sized_page(request, catalog, calc, errors, status=status, headers=headers)
+
+
+async def result_page(request: Request, calc: CalculatorInput, errors: FieldErrors, *,
+                      status: int | None = None,
+                      headers: Mapping[str, str] | None = None) -> Response:
+    """:func:`page` for an async route (issue 19, point 4). An htmx result this process sent
+    before, against the same catalog snapshot and in the same language, is sent again from the
+    event loop: no thread, no query (the catalog from app/http/cached.py, the bytes from
+    ``caches.of(request).fragments``). A result still to size and render goes to a thread
+    once, as does a Hugging Face repository id (the Hub and the database); a form with
+    errors, which sizes nothing, is rendered at once."""
+    if calc.is_repo and not errors:
+        return await run_in_threadpool(
+            cached_path.in_session, request,
+            lambda session: page(request, session, {}, calc=calc, errors=errors,
+                                 status=status, headers=headers))
+    catalog = await cached_path.catalog(request)
+    if errors:
+        return sized_page(request, catalog, calc, errors, status=status, headers=headers)
+    kept = caches.of(request).fragments
+    key = _fragment_key(request, calc, status, headers)
+    if key is not None:
+        rendered = kept.get(catalog, key)
+        if rendered is not None:
+            metrics.ESTIMATES.labels(calc.method).inc()  # as sizing() counts a remembered one
+            return rendered.response()
+    response = await run_in_threadpool(partial(sized_page, request, catalog, calc, errors,
+                                               status=status, headers=headers))
+    if key is not None and response.status_code == 200:
+        kept.put(catalog, key, Rendered.of(response))
+    return response
+
+
+def _fragment_key(request: Request, calc: CalculatorInput, status: int | None,
+                  headers: Mapping[str, str] | None) -> tuple[object, ...] | None:
+    """What an htmx result depends on besides the catalog, or None when it is not kept (a
+    whole page, a pasted config.json, a Hub repository)."""
+    if not htmx.is_htmx(request) or calc.is_custom or calc.is_repo:
+        return None
+    return (request.state.lang, calc.url(), status, tuple(sorted((headers or {}).items())))
+
+
+def sized_page(request: Request, catalog: Catalog, calc: CalculatorInput, errors: FieldErrors,
+               *, status: int | None = None,
+               headers: Mapping[str, str] | None = None) -> HTMLResponse:
+    """Size against ``catalog`` and render (the whole page, or the fragments for htmx)."""
+    view, computed_status = size(catalog, calc, errors, cache=caches.of(request).estimates)
     return render(
         request, TEMPLATE,
         {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
@@ -114,20 +165,18 @@ def calculator(request: Request, session: DbSession) -> HTMLResponse:
 
 
 @router.post("/", response_class=HTMLResponse)
-def calculate(
-    request: Request, session: DbSession, body: Annotated[FormBody, Depends(read_form)]
-) -> Response:
-    """No-JavaScript submit and pasted configs; catalog models go to their shareable URL."""
+async def calculate(request: Request, body: Annotated[FormBody, Depends(read_form)]) -> Response:
+    """No-JavaScript submit and pasted configs; catalog models go to their shareable URL.
+    Async: the htmx result for a job asked before costs no thread (:func:`result_page`)."""
     if body.too_large:
         calc, errors = CalculatorInput(model=form.CUSTOM_MODEL), FieldErrors()
         errors.add("config", N_("A config.json may be at most %(max)s KB."), max=256)
-        return page(request, session, {}, calc=calc, errors=errors, status=413)
+        return await result_page(request, calc, errors, status=413)
     calc, errors = form.parse(body.fields)
     if not errors and not calc.is_custom and not htmx.is_htmx(request):
         return Response(status_code=303, headers={"Location": calc.url()})
     push = "false" if calc.is_custom else calc.url()
-    return page(request, session, body.fields, calc=calc, errors=errors,
-                headers={"HX-Push-Url": push})
+    return await result_page(request, calc, errors, headers={"HX-Push-Url": push})
 
 
 @router.get("/models", response_class=HTMLResponse)

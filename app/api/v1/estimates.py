@@ -6,11 +6,13 @@ Both take the fields of ``sizer estimate``; the numbers are the storefront's and
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app import caches
 from app.api.v1 import schemas
@@ -28,6 +30,7 @@ from app.engine import Job
 from app.estimates import recommendations as recommendations_service
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateRequest
+from app.http import cached as cached_path
 from app.http.session import DbSession
 
 router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
@@ -118,17 +121,25 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
 
 
 @router.post("/estimates", response_model=schemas.Estimate, summary="Estimate a job")
-def create_estimate(request: Request, session: DbSession,
-                    body: schemas.EstimateInput) -> Response:
+async def create_estimate(request: Request, body: schemas.EstimateInput) -> Response:
     """Memory per GPU for the job, and how it fits each card: the engine's document."""
+    # Async: a job answered before, against the cached catalog, is sent from the event loop
+    # without a thread or a query; only the engine's work (and the catalog's revision check,
+    # once a second) goes to a thread (app/http/cached.py, issue 19 point 4).
     cached = caches.of(request)
-    catalog = catalog_service.get_catalog(session, cached.catalog)
+    catalog = await cached_path.catalog(request)
+    if body.model is not None and hub.is_repo_id(body.model):  # the Hub, maybe: a thread
+        body = await run_in_threadpool(
+            cached_path.in_session, request, lambda session: resolved(request, session,
+                                                                      catalog, body))
+    job = to_request(body)
+    document = estimates_service.remembered_estimate_json(catalog, job, cache=cached.estimates)
+    if document is None:
+        document = await run_in_threadpool(
+            partial(estimates_service.estimate_json, catalog, job, cache=cached.estimates))
     # Sent as the service serialised it (and keeps it for the next identical request); the
     # schema tests and schemathesis hold it to the response model.
-    body = resolved(request, session, catalog, body)
-    return Response(
-        estimates_service.estimate_json(catalog, to_request(body), cache=cached.estimates),
-        media_type="application/json")
+    return Response(document, media_type="application/json")
 
 
 @router.post("/recommendations",
