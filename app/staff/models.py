@@ -8,12 +8,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from sqlalchemy.orm import Session
 
 from app import caches
-from app.catalog import editing
-from app.errors import InvalidInput
+from app.catalog import editing, hub
+from app.errors import DomainError, InvalidInput
 from app.estimates import inline_config
-from app.html import config_errors, htmx
+from app.html import config_errors, htmx, hub_errors
 from app.html.forms import N_, FieldErrors
 from app.http.session import DbSession
 from app.staff import catalog_forms
@@ -38,6 +39,21 @@ def import_form(request: Request) -> Response:
     return _page(request, {"license": "apache-2.0"})
 
 
+def _fetched(request: Request, session: Session, data: dict[str, str],
+             errors: FieldErrors) -> dict[str, Any] | None:
+    """The config.json of the Hugging Face repository in ``hub_id`` (``app/catalog/hub.py``,
+    the calculator's service: kept with its commit), or None with the refusal beside
+    ``hub_id``. Fills in the Hugging Face ID when it is empty."""
+    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub)
+    try:
+        found = hub.hub_model(session, hub.parse_ref(data["hub_id"].strip()), access=access)
+    except DomainError as exc:
+        hub_errors.add(errors, "hub_id", exc)
+        return None
+    data["hf_id"] = data.get("hf_id", "").strip() or found.repo_id
+    return dict(found.config)
+
+
 def _config(data: Mapping[str, str], errors: FieldErrors) -> dict[str, Any] | None:
     """The uploaded file wins over the pasted text; read as every surface reads a config.json
     (:func:`app.estimates.inline_config.read_config_text`: a JSON object, at most 256 KB,
@@ -58,7 +74,11 @@ def import_model(request: Request, session: DbSession, principal: Principal,
     if body.too_large:
         config_errors.add(errors, "config", inline_config.size_error())
         return _page(request, data, errors=errors, status=422)
-    config = _config(data, errors)
+    pasted = data.get("config_file", "").strip() or data.get("config", "").strip()
+    if not pasted and data.get("hub_id", "").strip():
+        config = _fetched(request, session, data, errors)
+    else:
+        config = _config(data, errors)
     if config is not None:  # keep what was uploaded in the text area for the next step
         data["config"] = json.dumps(config, indent=2)
     data.pop("config_file", None)
