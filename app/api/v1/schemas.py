@@ -516,6 +516,9 @@ class ServingEstimate(_Out):
 
     engine_version: str = Field(examples=["1.4.0"])
     model_type: str = Field(examples=["llama"])
+    fidelity: Literal["exact", "approximate"] = Field(
+        description="exact, or approximate for a model type counted as a Llama-style decoder "
+        "from its standard fields (the first assumption says which).")
     runtime: str
     params: ServingParams
     kv_cache_bytes_per_token: int = Field(description="Per GPU, every attention layer.")
