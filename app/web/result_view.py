@@ -283,6 +283,12 @@ class ResultView:
     warnings: tuple[FieldError, ...]
     assumptions: tuple[FieldError, ...]
 
+    @property
+    def best(self) -> CardRow | SystemRow | None:
+        """The row the verdict names, for the phone's verdict bar (price and quote link)."""
+        rows: tuple[CardRow | SystemRow, ...] = (*self.cards, *self.systems)
+        return next((row for row in rows if row.recommended), None)
+
 
 def quote_url(calc: CalculatorInput, item: str) -> str:
     return "/quote?" + urlencode({"item": item, **calc.query()})

@@ -107,7 +107,8 @@ def test_lines_totals_send_and_the_customers_priced_page(
     assert response.status_code == 303
     _, version = _open(client, reference)
     assert client.post(f"/staff/quotes/{reference}/send",
-                       data={"csrf_token": token, "version": version}).status_code == 303
+                       data={"csrf_token": token, "version": version,
+                             "confirm": "1"}).status_code == 303
     # the catalog price changes afterwards; the sent quote does not
     _price(users, "rtx-pro-6000", "1.00")
     customer = client.get(q_path).text
@@ -203,7 +204,7 @@ def test_sending_needs_a_line(staff_client: StaffClient, users: SessionFactory) 
     reference = _reference(users)
     _, version = _open(client, reference)
     response = client.post(f"/staff/quotes/{reference}/send",
-                           data={"csrf_token": token, "version": version})
+                           data={"csrf_token": token, "version": version, "confirm": "1"})
     assert response.status_code == 422 and "add at least one line" in response.text
 
 
@@ -240,7 +241,8 @@ def test_details_form_rejects_a_bad_date_and_a_sent_quote_can_be_accepted(
         "description": "Card", "quantity": "1", "unit_price": "100"})
     _, version = _open(client, reference)
     assert client.post(f"/staff/quotes/{reference}/send",
-                       data={"csrf_token": token, "version": version}).status_code == 303
+                       data={"csrf_token": token, "version": version,
+                             "confirm": "1"}).status_code == 303
     _, version = _open(client, reference)
     assert client.post(f"/staff/quotes/{reference}", data={
         "csrf_token": token, "version": version, "status": "accepted"}).status_code == 303
@@ -358,3 +360,22 @@ def test_a_sent_quote_cannot_be_marked_as_spam_on_the_desk(
     assert 'id="spam-error"' in response.text and "can&#39;t be marked as spam" in response.text
     with users() as session:
         assert session.scalars(select(QuoteRequest.spam)).one() is False
+
+
+def test_sending_needs_the_confirmation_box(
+    staff_client: Callable[..., tuple[TestClient, str]], users: SessionFactory,
+) -> None:
+    """Issue 18, point 10: "Send quote" freezes prices, so the form asks to confirm first."""
+    client, token = staff_client(SALES)
+    request_quote(client)
+    reference = _reference(users)
+    page, version = _open(client, reference)
+    assert 'id="f-confirm" name="confirm" type="checkbox" value="1" required' in page
+    client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_kind": "other",
+        "description": "Card", "quantity": "1", "unit_price": "100"})
+    _, version = _open(client, reference)
+    refused = client.post(f"/staff/quotes/{reference}/send",
+                          data={"csrf_token": token, "version": version})
+    assert refused.status_code == 422 and "Tick the box to confirm" in refused.text
+    assert 'id="sent-note"' not in client.get(f"/staff/quotes/{reference}").text
