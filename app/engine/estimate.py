@@ -125,7 +125,7 @@ PAGED_OPTIMIZER_WARNING = (
 Fidelity = Literal["exact", "approximate"]
 """How the parameters were counted: see :attr:`EstimateResult.fidelity`."""
 
-Assumption = tuple[str, dict[str, str | int]]
+Assumption = tuple[str, dict[str, str | int | float]]
 """An assumption's key in :data:`ASSUMPTION_TEXTS` and the values its wording takes."""
 
 
@@ -781,11 +781,11 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "loss_chunked": "loss head: chunked cross-entropy (1,024 tokens)",
     "overhead": "overhead: CUDA context and workspaces plus a fragmentation margin on per-step "
     "tensors",
-    "reserve_default": "reserved: PyTorch's caching allocator reserves %(percent)s of the "
+    "reserve_default": "reserved: PyTorch's caching allocator reserves %(percent)s %% of the "
     "step's own tensors beyond the live-tensor peak (expandable segments off, PyTorch's "
     "default; fitted on 18 published single-GPU runs that report both counters)",
     "reserve_expandable": "reserved: with expandable segments the caching allocator reserves "
-    "%(percent)s of the step's own tensors beyond the live-tensor peak (not fitted: no "
+    "%(percent)s %% of the step's own tensors beyond the live-tensor peak (not fitted: no "
     "published run reports both counters with it)",
     "lora": "LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT default), 16 bytes per "
     "trainable param with AdamW",
@@ -882,7 +882,7 @@ def _reserve_item(job: Job) -> Assumption:
     """Which allocator reserve the total carries (overhead.reserve_fraction)."""
     fraction = reserve_fraction(expandable_segments=job.expandable_segments)
     key = "reserve_expandable" if job.expandable_segments else "reserve_default"
-    return key, {"percent": f"{fraction:.1%}"}
+    return key, {"percent": round(100 * fraction, 1)}
 
 
 def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:

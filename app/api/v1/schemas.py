@@ -221,6 +221,9 @@ class EstimateInput(BaseModel):
     chunked_loss: bool = Field(default=False, description="A chunked or fused cross-entropy.")
     fused_optimizer_step: bool = False
     activation_offload: bool = False
+    expandable_segments: bool = Field(
+        default=False, description="PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF="
+        "expandable_segments:True (set by Unsloth and axolotl): a smaller allocator reserve.")
     gradient_accumulation: int = Field(default=1, ge=1,
                                        le=job_limits.MAX_GRADIENT_ACCUMULATION)
     precision: Precision | None = Field(
@@ -331,6 +334,12 @@ class Estimate(_Out):
     model_states_by_accounting: dict[str, int]
     peak_phase: str
     peak_live_bytes: int
+    allocated_bytes: int = Field(description="The step's live-tensor peak, never below the "
+                                 "model states: what torch.cuda.max_memory_allocated shows.")
+    reserved_bytes: int = Field(description="allocated_bytes plus PyTorch's caching allocator "
+                                "reserve: what torch.cuda.max_memory_reserved shows. "
+                                "per_gpu_bytes.total adds the CUDA context (nvidia-smi); the "
+                                "verdict holds that against the card.")
     phases: dict[str, int]
     fits: list[CardFit]
     levers: list[Lever]
