@@ -493,8 +493,9 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         moments=moments,
         model_states_bytes=states.total_bytes - transient_copies,
         fixed_overhead_bytes=fixed_overhead_bytes(job.gpus),
-        reserve_fraction=reserve_fraction(expandable_segments=job.expandable_segments,
-                                          fsdp=_fsdp_sharded(job)),
+        reserve_fraction=reserve_fraction(
+            expandable_segments=job.expandable_segments,
+            fsdp=job.sharding == "zero3" and job.sharding_impl == "fsdp" and job.gpus > 1),
     )
 
 
@@ -894,7 +895,3 @@ def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:
 def _targets_text(targets: str | tuple[str, ...]) -> str:
     return targets if isinstance(targets, str) else ", ".join(targets)
 
-
-def _fsdp_sharded(job: Job) -> bool:
-    """Sharded by PyTorch FSDP on more than one GPU (overhead.FSDP_ALLOCATOR_RESERVE_FRACTION)."""
-    return job.sharding == "zero3" and job.sharding_impl == "fsdp" and job.gpus > 1

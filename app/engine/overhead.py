@@ -79,9 +79,8 @@ def fixed_overhead_bytes(gpus: int) -> int:
 def reserve_fraction(*, expandable_segments: bool, fsdp: bool = False) -> float:
     """The allocator's reserve per byte of per-step tensors (module docstring); ``fsdp``: the
     job is sharded by PyTorch FSDP on more than one GPU."""
-    if expandable_segments:
-        return EXPANDABLE_SEGMENTS_RESERVE_FRACTION
-    return FSDP_ALLOCATOR_RESERVE_FRACTION if fsdp else ALLOCATOR_RESERVE_FRACTION
+    return (EXPANDABLE_SEGMENTS_RESERVE_FRACTION if expandable_segments
+            else FSDP_ALLOCATOR_RESERVE_FRACTION if fsdp else ALLOCATOR_RESERVE_FRACTION)
 
 
 def reserve_bytes(dynamic_bytes: int, fraction: float) -> int:
