@@ -31,6 +31,8 @@ def test_every_figure_says_per_gpu_or_all_gpus(client: TestClient) -> None:
         "Model states, all 8 GPUs together": "fig-states-total",
         "of which adapter, per GPU": "fig-adapter",
         "Activations at the peak, per GPU": "fig-activations",
+        "Allocated per GPU (live tensors at the peak)": "fig-allocated",
+        "Reserved per GPU by PyTorch's allocator": "fig-reserved",
         "Total per GPU": "fig-total",
     }
     one_gpu = figures(client.get("/?model=llama-3.1-8b&method=lora").text)
