@@ -767,6 +767,11 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "units": "GB = 10^9 bytes; every figure is per GPU",
     "tower": "multimodal checkpoint: the language model is sized and trained; its vision tower "
     "and projector (%(params)s parameters) are loaded beside it, frozen in bf16, never adapted",
+    "tower_lora": "LoRA targets the language model only: PEFT's all-linear on the whole "
+    "multimodal checkpoint adapts the vision tower's linear layers too (about 9 million more "
+    "parameters at rank 16); name the language model's modules to train what is sized here",
+    "mamba_lora": "PEFT refuses all-linear on a Mamba hybrid (it will not adapt a Mamba "
+    "block's out_proj): all-linear here is every other linear layer, the list to give PEFT",
     "hybrid_layers": "hybrid model: %(mixers)s of its %(layers)s layers are %(kind)s, not "
     "attention; their activations are those of transformers' PyTorch path, measured (the "
     "optional flash-linear-attention or mamba_ssm kernels keep less)",
@@ -841,6 +846,11 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
                                       "fields": ", ".join(shape.approximation.fields)}))
     if shape.tower_params:
         items.append(("tower", {"params": shape.tower_params}))
+    if shape.tower_params and job.method != "full" and job.lora_targets == "all-linear":
+        items.append(("tower_lora", {}))
+    if shape.mixer is not None and shape.mixer.kind == "mamba2" and job.method != "full" \
+            and job.lora_targets == "all-linear":
+        items.append(("mamba_lora", {}))
     if shape.mixer is not None:
         items.append(("hybrid_layers", {
             "mixers": shape.mixer.layers, "layers": shape.num_layers,

@@ -129,6 +129,13 @@ ASSUMPTION_LABELS = {
     "tower": N_("multimodal checkpoint: the language model is sized and trained; its vision "
                 "tower and projector (%(params)s parameters) are loaded beside it, frozen in "
                 "bf16, never adapted"),
+    "tower_lora": N_("LoRA targets the language model only: PEFT's all-linear on the whole "
+                     "multimodal checkpoint adapts the vision tower's linear layers too (about "
+                     "9 million more parameters at rank 16); name the language model's modules "
+                     "to train what is sized here"),
+    "mamba_lora": N_("PEFT refuses all-linear on a Mamba hybrid (it will not adapt a Mamba "
+                     "block's out_proj): all-linear here is every other linear layer, the list "
+                     "to give PEFT"),
     "hybrid_layers": N_("hybrid model: %(mixers)s of its %(layers)s layers are %(kind)s, not "
                         "attention; their activations are those of transformers' PyTorch "
                         "path, measured (the optional flash-linear-attention or mamba_ssm "

@@ -28,3 +28,24 @@ def test_a_hybrid_says_which_layers_are_not_attention(
                              headers={"Accept-Language": "en"}).text
     assert "27 of its 56 layers are Mamba-2, not attention" in page
     assert "vision tower" not in page
+
+
+def test_lora_on_a_multimodal_checkpoint_says_the_tower_is_not_a_target(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client()
+    german = client.get("/", params={"model": "gemma-3-4b-it", "method": "lora"},
+                        headers={"Accept-Language": "de"}).text
+    assert "PEFTs all-linear auf dem ganzen multimodalen Checkpoint" in german
+    full = client.get("/", params={"model": "gemma-3-4b-it", "method": "full"},
+                      headers={"Accept-Language": "en"}).text
+    assert "whole multimodal checkpoint" not in full
+
+
+def test_lora_on_a_mamba_hybrid_says_peft_refuses_all_linear(
+    make_client: Callable[..., TestClient],
+) -> None:
+    page = make_client().get("/", params={"model": "nvidia-nemotron-nano-9b-v2",
+                                          "method": "lora"},
+                             headers={"Accept-Language": "en"}).text
+    assert "PEFT refuses all-linear on a Mamba hybrid" in page
