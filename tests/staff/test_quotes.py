@@ -46,6 +46,14 @@ def _open(client: TestClient, reference: str) -> tuple[str, str]:
     return page.text, hidden(page.text, "version")
 
 
+def add_card_line(client: TestClient, token: str, reference: str) -> None:
+    """One free-text line, 1 x 100 EUR, added through the desk's form."""
+    _, version = _open(client, reference)
+    client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_slug": "other:",
+        "description": "Card", "quantity": "1", "unit_price": "100"})
+
+
 def test_list_shows_storefront_requests_and_filters_by_status(
     staff_client: StaffClient, users: SessionFactory
 ) -> None:
@@ -190,10 +198,7 @@ def test_reverse_charge_for_an_eu_business_with_a_vat_id(
     client, token = staff_client(SALES)
     request_quote(client, country="AT", vat_id="ATU12345678")
     reference = _reference(users)
-    _, version = _open(client, reference)
-    client.post(f"/staff/quotes/{reference}/lines", data={
-        "csrf_token": token, "version": version, "item_slug": "other:",
-        "description": "Card", "quantity": "1", "unit_price": "100"})
+    add_card_line(client, token, reference)
     page, _ = _open(client, reference)
     assert "reverse charge" in page and 'id="total-gross">€100.00<' in page
 
@@ -369,11 +374,9 @@ def test_sending_needs_the_confirmation_box(
     client, token = staff_client(SALES)
     request_quote(client)
     reference = _reference(users)
-    page, version = _open(client, reference)
+    page, _ = _open(client, reference)
     assert 'id="f-confirm" name="confirm" type="checkbox" value="1" required' in page
-    client.post(f"/staff/quotes/{reference}/lines", data={
-        "csrf_token": token, "version": version, "item_kind": "other",
-        "description": "Card", "quantity": "1", "unit_price": "100"})
+    add_card_line(client, token, reference)
     _, version = _open(client, reference)
     refused = client.post(f"/staff/quotes/{reference}/send",
                           data={"csrf_token": token, "version": version})
