@@ -24,7 +24,15 @@ from app.engine.precision import (
     PRECISIONS,
 )
 from app.engine.sharding import SHARDING_IMPLS
-from app.engine.states import ACCOUNTINGS, METHODS, OFFLOADS, OPTIMIZERS, QUANTS, SHARDINGS
+from app.engine.states import (
+    ACCOUNTINGS,
+    METHODS,
+    MOE_LORAS,
+    OFFLOADS,
+    OPTIMIZERS,
+    QUANTS,
+    SHARDINGS,
+)
 from app.errors import DomainError
 from app.estimates import inline_config, service
 from app.estimates.memory_size import parse_memory_size
@@ -56,6 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="who runs --sharding zero3: deepspeed (its gradient bucket and "
                         "prefetch) or fsdp (FULL_SHARD: the computing and the prefetched next "
                         "layer); fsdp only with zero3")
+    parser.add_argument("--moe-lora", choices=MOE_LORAS, default="fused",
+                        help="how LoRA adapts a mixture of experts: fused (as PEFT 0.21 on "
+                        "transformers 5 builds it: fused expert tensors, gate/up at rank 2r) "
+                        "or per-expert (one adapter per expert, transformers 4)")
     parser.add_argument("--offload", choices=OFFLOADS, default="none")
     parser.add_argument("--chunked-loss", action="store_true",
                         help="a chunked or fused cross-entropy (Liger Kernel, torchtune)")
@@ -64,9 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--activation-offload", action="store_true",
                         help="saved activations offloaded to CPU memory")
     parser.add_argument("--gradient-accumulation", type=int, default=1)
-    parser.add_argument("--expandable-segments", action="store_true",
-                        help="PyTorch's allocator with PYTORCH_CUDA_ALLOC_CONF="
-                        "expandable_segments:True (Unsloth, axolotl): a smaller reserve")
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="amp: fp32 master weights, bf16 autocast; bf16: pure bf16 "
                         "(default: as --framework trains)")
@@ -218,11 +227,11 @@ def run(args: argparse.Namespace) -> int:
         offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
         fused_optimizer_step=args.fused_optimizer_step,
         activation_offload=args.activation_offload,
-        expandable_segments=args.expandable_segments,
         gradient_accumulation=args.gradient_accumulation,
         precision=args.precision, adapter_dtype=args.adapter_dtype,
         base_dtype=args.base_dtype, framework=args.framework,
         bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
+        moe_lora=args.moe_lora,
     )
     request = service.EstimateRequest(
         job=job, model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
@@ -263,9 +272,6 @@ def format_table(result: EstimateResult) -> str:
     ):
         lines.append(f"  {label:<14}{_gb(value):>7}")
     lines.append(f"  peak phase: {result.peak_phase}")
-    lines.append(f"  allocated {_gb(result.allocated_bytes)} GB (live tensors, "
-                 f"max_memory_allocated)  reserved {_gb(result.reserved_bytes)} GB (allocator, "
-                 "max_memory_reserved); total adds the CUDA context")
     lines.append("")
     header = f"  {'card':<22}{'usable':>8}{'free':>8}  {'fits':<5}{'max batch':>10}{'max seq':>9}"
     lines.append(header)

@@ -208,12 +208,17 @@ def lora_layer_bytes_per_token(shape: ModelShape, lora: LoraSetup) -> int:
     qk_norm = 4 * (shape.q_width + shape.kv_width) if shape.qk_norm else 0
     mask = 1 if lora.dropout > 0 else 0
     adapters = 0
-    for spec in lora_target_specs(shape, lora.targets):
+    for spec in lora_target_specs(shape, lora.targets, lora.moe_lora):
         if spec.role == "lm_head":
             continue  # outside the decoder layers: lora_head_bytes_per_token
         per_layer = spec.layers / shape.num_layers
         routed = spec.active_copies if spec.copies > 1 else 1
-        adapters += round(per_layer * routed * ((2 + mask) * spec.in_features + 2 * lora.rank))
+        # A fused gate/up expert tensor: one input copy and a 2r-wide lora_A output (fused),
+        # or the two layers' own each (per-expert). Modelled from the per-module rule.
+        factor = spec.lora_rank_factor
+        inputs = 1 if lora.moe_lora == "fused" else factor
+        per_module = inputs * (2 + mask) * spec.in_features + 2 * lora.rank * factor
+        adapters += round(per_layer * routed * per_module)
     if shape.mixer is not None:  # a hybrid: the average of its layers (activations_hybrid.py)
         return average_layer_bytes(
             shape, attention=attention + qk_norm, mlp=mlp, norms=4 * h + NORM_STATS_BYTES // 2,
@@ -228,7 +233,7 @@ def lora_head_bytes_per_token(shape: ModelShape, lora: LoraSetup | None) -> int:
     output (2r). It sits after the last decoder layer, outside any checkpointed block, so it is
     saved with or without gradient checkpointing; 0 when lm_head is not a target."""
     if lora is None or not any(
-        spec.role == "lm_head" for spec in lora_target_specs(shape, lora.targets)
+        spec.role == "lm_head" for spec in lora_target_specs(shape, lora.targets, lora.moe_lora)
     ):
         return 0
     mask = 1 if lora.dropout > 0 else 0

@@ -55,6 +55,7 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "true_or_false": "expected true or false, got %(value)s",
     "layer_list_length": "expected a list of at most %(layers)s layer indices",
     "layer_indices": "expected distinct layer indices from 0 to %(last)s",
+    "layer_kinds": "expected a list of %(layers)s entries, each one of %(kinds)s",
     "positive_integer": "expected a positive integer, got %(value)s",
     "above_bound": "at most %(bound)s is supported, got %(value)s",
     "too_many_active_experts": "%(active)s is more than the %(experts)s experts "

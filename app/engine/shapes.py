@@ -20,7 +20,7 @@ The split matters downstream:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from app.engine.errors import EngineError
@@ -210,6 +210,12 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "olmo2", "gemma", "phi", "falcon", "gpt_neox", "qwen3_next", "qwen3_5", "qwen3_5_moe",
     "nemotron_h", "gemma3", "mistral3", "qwen3_5_text", "qwen3_5_moe_text", "ministral3",
 )
+# Mixture-of-experts and MLA families (app/engine/arch_moe.py).
+MOE_MODEL_TYPES: tuple[str, ...] = (
+    "deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe", "glm4_moe_lite",
+    "glm_moe_dsa", "minimax_m2", "gpt_oss", "llama4", "llama4_text",
+)
+SUPPORTED_MODEL_TYPES += MOE_MODEL_TYPES
 
 
 def parse_config(config: Mapping[str, object]) -> ModelShape:
@@ -283,6 +289,20 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "image_size": MAX_IMAGE_SIZE, "num_channels": MAX_SMALL_FACTOR,
     "in_channels": MAX_SMALL_FACTOR, "spatial_merge_size": MAX_SMALL_FACTOR,
     "temporal_patch_size": MAX_SMALL_FACTOR,
+    # arch_moe.py: experts, MLA ranks and head widths, layer schedules.
+    "n_shared_experts": MAX_EXPERTS,
+    "first_k_dense_replace": MAX_LAYERS, "interleave_moe_layer_step": MAX_LAYERS,
+    "intermediate_size_mlp": MAX_INTERMEDIATE_SIZE,
+    "q_lora_rank": MAX_HIDDEN_SIZE, "kv_lora_rank": MAX_HIDDEN_SIZE,
+    "qk_rope_head_dim": MAX_HEAD_DIM, "qk_nope_head_dim": MAX_HEAD_DIM, "v_head_dim": MAX_HEAD_DIM,
+    "index_n_heads": MAX_HEADS, "index_head_dim": MAX_HEAD_DIM,
+    "index_topk_freq": MAX_LAYERS, "index_skip_topk_offset": MAX_LAYERS,
+    "vision_output_dim": MAX_HIDDEN_SIZE, "projector_input_dim": MAX_HIDDEN_SIZE,
+    "projector_output_dim": MAX_HIDDEN_SIZE, "vt_hidden_size": MAX_HIDDEN_SIZE,
+    "vt_intermediate_size": MAX_INTERMEDIATE_SIZE, "vt_num_hidden_layers": MAX_LAYERS,
+    "init_pos_emb_height": MAX_IMAGE_SIZE, "init_pos_emb_width": MAX_IMAGE_SIZE,
+    "pos_emb_height": MAX_IMAGE_SIZE, "pos_emb_width": MAX_IMAGE_SIZE,
+    "mm_hidden_size": MAX_HIDDEN_SIZE,
 }
 """Upper bound of every integer architecture field the engine reads.
 
@@ -532,6 +552,27 @@ def _no_biases(_cfg: _Config) -> Biases:
     return False, False, False
 
 
+def fused_experts(
+    hidden: int, width: int, layers: int, experts: int, active: int, *,
+    peft_fused: bool = True, router_target: bool = True, bias: bool = False,
+) -> list[LinearSpec]:
+    """Router and experts of ``layers`` sparse layers as transformers 5 builds them: the
+    router (hidden -> experts) and two fused 3-D tensors, ``gate_up_proj`` (hidden -> 2 x
+    width) and ``down_proj``, ``experts`` deep. ``peft_fused``: PEFT 0.21 adapts the tensors
+    (its conversion table knows the model type; app/engine/arch_moe.py), the gate/up one at
+    rank 2r; ``router_target``: it adapts the router."""
+    if not layers:
+        return []
+    return [
+        LinearSpec("gate", "router", hidden, experts, layers, bias=bias,
+                   lora_target=router_target),
+        LinearSpec("gate_up_proj", "gate_up", hidden, 2 * width, layers, experts, active, bias,
+                   lora_target=peft_fused, lora_rank_factor=2),
+        LinearSpec("down_proj", "down", width, hidden, layers, experts, active, bias,
+                   lora_target=peft_fused),
+    ]
+
+
 def _qwen3_moe(cfg: _Config) -> ModelShape:
     """Qwen3-MoE: Qwen3 attention; sparse layers hold a router and ``num_experts`` SwiGLU experts.
 
@@ -550,13 +591,10 @@ def _qwen3_moe(cfg: _Config) -> ModelShape:
     dense = layers - sparse
     attention_bias = cfg.flag("attention_bias", False)
     linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
-    if sparse:
-        linears.append(LinearSpec("gate", "router", att.hidden, experts, sparse))
-        linears += _gated_mlp(
-            att.hidden, moe_intermediate, sparse, copies=experts, active=active
-        )
-    if dense:
-        linears += _gated_mlp(att.hidden, intermediate, dense)
+    linears += fused_experts(att.hidden, moe_intermediate, sparse, experts, active)
+    if dense:  # PEFT 0.21 remaps gate_proj/up_proj/down_proj onto the experts: not adapted
+        linears += [replace(spec, lora_target=False)
+                    for spec in _gated_mlp(att.hidden, intermediate, dense)]
     norms = (2 * layers + 1) * att.hidden + 2 * layers * att.head_dim
     return _assemble(
         cfg, model_type="qwen3_moe", att=att, intermediate=intermediate, layers=layers,
@@ -567,10 +605,9 @@ def _qwen3_moe(cfg: _Config) -> ModelShape:
 
 
 def _mixtral(cfg: _Config) -> ModelShape:
-    """Mixtral: Llama attention; every layer a router and ``num_local_experts`` experts w1/w3/w2.
-
-    Experts are counted as one linear layer each (transformers 4's modules and most training
-    stacks); transformers 5 fuses them into 3-D tensors with the same parameter count.
+    """Mixtral: Llama attention; every layer a router and ``num_local_experts`` experts (w1/w3
+    fused as gate_up_proj, w2 as down_proj in transformers 5; the same parameter count as one
+    linear layer per expert, states.MOE_LORAS for what LoRA adapts).
     """
     att = _attention_dims(cfg)
     layers = cfg.integer("num_hidden_layers")
@@ -578,10 +615,7 @@ def _mixtral(cfg: _Config) -> ModelShape:
     experts = cfg.integer("num_local_experts")
     active = _experts_per_token(cfg, experts, "num_local_experts")
     linears = _separate_attention(att, layers, qkv_bias=False, o_bias=False)
-    linears.append(LinearSpec("gate", "router", att.hidden, experts, layers))
-    linears += _gated_mlp(
-        att.hidden, intermediate, layers, names=("w1", "w3", "w2"), copies=experts, active=active
-    )
+    linears += fused_experts(att.hidden, intermediate, layers, experts, active)
     return _assemble(
         cfg, model_type="mixtral", att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
@@ -661,6 +695,13 @@ def _gpt2(cfg: _Config) -> ModelShape:
     )
 
 
+def _arch_moe(model_type: str, cfg: _Config) -> ModelShape:
+    """Build with ``arch_moe`` (imported here: that module imports this one)."""
+    from app.engine import arch_moe
+
+    return arch_moe.BUILDERS[model_type](cfg)
+
+
 _BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
     "llama": lambda cfg: _dense_swiglu(cfg, "llama", biases=_llama_biases),
     "mistral": lambda cfg: _dense_swiglu(cfg, "mistral", biases=_llama_biases),
@@ -672,6 +713,8 @@ _BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
     "phi3": _phi3,
     "mixtral": _mixtral,
     "gpt2": _gpt2,
+    **{model_type: (lambda t: lambda cfg: _arch_moe(t, cfg))(model_type)
+       for model_type in MOE_MODEL_TYPES},
 }
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter
+from operator import attrgetter, or_
 from typing import Literal
 
 from app.engine.errors import EngineError
@@ -42,6 +42,7 @@ Accounting = Literal["zero", "hf"]
 Quant = Literal["nf4-dq", "nf4"]
 Sharding = Literal["none", "zero1", "zero2", "zero3"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
+MoeLora = Literal["fused", "per-expert"]
 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
 OPTIMIZERS: tuple[Optimizer, ...] = (
@@ -52,6 +53,17 @@ QUANTS: tuple[Quant, ...] = ("nf4-dq", "nf4")
 SHARDINGS: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS: tuple[str, ...] = ("all-linear", "attention", "qv", "mlp")
+MOE_LORAS: tuple[MoeLora, ...] = ("fused", "per-expert")
+"""How LoRA adapts a mixture of experts. ``fused`` (the default): as PEFT 0.21 builds it on
+transformers 5, whose experts are fused 3-D tensors: it adapts each fused tensor per expert, the
+fused gate/up at rank 2r, and skips what its conversion table remaps (``LinearSpec.lora_target``;
+app/engine/arch_moe.py). ``per-expert``: one adapter of rank r on every expert's gate, up and
+down projection and on every other block linear layer, as PEFT built it on transformers 4's
+one-module-per-expert layout (and as most other training stacks do). Dense models: the same."""
+PER_EXPERT_ROLES: frozenset[str] = frozenset({*MLP_ROLES, "router"})
+"""What ``per-expert`` adapts although PEFT 0.21 does not on the fused layout: experts and
+routers that are parameters there, and the MLPs PEFT remaps onto the experts by name. Other
+kinds PEFT leaves out (Nemotron-H's Mamba out_proj) stay out under both conventions."""
 
 BF16_BYTES = 2
 FP32_BYTES = 4
@@ -132,6 +144,7 @@ class LoraSetup:
     rank: int = 16
     targets: str | tuple[str, ...] = "all-linear"
     dropout: float = 0.0
+    moe_lora: MoeLora = "fused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,18 +171,42 @@ class ModelStates:
         )
 
 
-def lora_target_specs(shape: ModelShape, targets: str | Sequence[str]) -> tuple[LinearSpec, ...]:
+def lora_target_specs(shape: ModelShape, targets: str | Sequence[str],
+                      moe_lora: MoeLora = "fused") -> tuple[LinearSpec, ...]:
     """The block linear layers a LoRA target setting adapts.
 
     Presets: ``all-linear`` (every block linear layer, as PEFT's "all-linear"; never lm_head),
     ``attention`` (q/k/v/o, or the fused projections where the model fuses them), ``qv``
     (q_proj and v_proj only), ``mlp`` (the MLP or expert layers, not the router). Anything else
     is a list of module names matched like PEFT matches ``target_modules`` (by the last name).
+    Under the ``fused`` convention (:data:`MOE_LORAS`) the kinds PEFT does not adapt there
+    (``LinearSpec.lora_target`` False) are left out of every setting.
     """
+    chosen = _lora_candidates(shape, targets)
+    # itertools/operator: no Python-level step per kind (test_config_bounds counts them)
+    kept = map(attrgetter("lora_target"), chosen)
+    if moe_lora == "per-expert":  # what PEFT skipped for the fused experts' sake it adapts
+        kept = map(or_, kept, map(PER_EXPERT_ROLES.__contains__, map(attrgetter("role"), chosen)))
+    return tuple(compress(chosen, kept))
+
+
+def adapter_params(spec: LinearSpec, rank: int, moe_lora: MoeLora = "fused") -> int:
+    """Trainable parameters of the adapters on one kind of layer, r * (m + n) per module (LoRA
+    paper section 4: A is r x m, B is n x r). A fused gate/up expert tensor
+    (``lora_rank_factor`` 2) is one module of rank 2r under ``fused`` and two layers of half
+    its width, rank r each, under ``per-expert``."""
+    factor = spec.lora_rank_factor
+    if moe_lora == "fused":
+        per_module = rank * factor * (spec.in_features + spec.out_features)
+    else:
+        per_module = rank * (factor * spec.in_features + spec.out_features)
+    return per_module * spec.instances
+
+
+def _lora_candidates(shape: ModelShape, targets: str | Sequence[str]) -> tuple[LinearSpec, ...]:
     if isinstance(targets, str) and targets in LORA_TARGET_PRESETS:
         if targets == "all-linear":
-            # itertools/operator: no Python-level step per kind (test_config_bounds counts them)
-            chosen = tuple(compress(shape.linears, map(attrgetter("lora_target"), shape.linears)))
+            chosen = shape.linears
         elif targets == "attention":
             chosen = tuple(s for s in shape.linears if s.role in ATTENTION_ROLES)
         elif targets == "mlp":
@@ -206,8 +243,8 @@ def lora_trainable_params(shape: ModelShape, lora: LoraSetup) -> int:
     if lora.rank <= 0:
         raise StatesError("lora_rank", "at_least_one")
     return sum(
-        lora.rank * spec.lora_rank_factor * (spec.in_features + spec.out_features) * spec.instances
-        for spec in lora_target_specs(shape, lora.targets)
+        adapter_params(spec, lora.rank, lora.moe_lora)
+        for spec in lora_target_specs(shape, lora.targets, lora.moe_lora)
     )
 
 
@@ -218,10 +255,11 @@ def adafactor_state_bytes(shape: ModelShape, *, trainable: Literal["all", "lora"
     defaults beta1=None)."""
     if trainable == "lora":
         setup = lora or LoraSetup()
-        # Each adapter is two matrices: A (r x m) and B (n x r).
+        # Each adapter is two matrices: A (r x m) and B (n x r); a fused gate/up expert
+        # tensor is one of rank 2r (fused) or two of half its width (per-expert).
         return FP32_BYTES * sum(
-            (setup.rank + spec.in_features + setup.rank + spec.out_features) * spec.instances
-            for spec in lora_target_specs(shape, setup.targets)
+            _adafactor_adapter_vectors(spec, setup) * spec.instances
+            for spec in lora_target_specs(shape, setup.targets, setup.moe_lora)
         )
     matrices = sum(
         (spec.in_features + spec.out_features) * spec.instances for spec in shape.linears
@@ -232,6 +270,14 @@ def adafactor_state_bytes(shape: ModelShape, *, trainable: Literal["all", "lora"
     if shape.model_type == "gpt2" and shape.max_positions:
         embeddings += shape.max_positions + shape.hidden_size
     return FP32_BYTES * (matrices + vectors + embeddings)
+
+
+def _adafactor_adapter_vectors(spec: LinearSpec, setup: LoraSetup) -> int:
+    """Adafactor's row and column vectors of one module's A and B."""
+    factor, rank = spec.lora_rank_factor, setup.rank
+    if setup.moe_lora == "fused":
+        return 2 * factor * rank + spec.in_features + spec.out_features
+    return factor * (2 * rank + spec.in_features) + spec.out_features
 
 
 def _optimizer_bytes_per_param(optimizer: Optimizer) -> int:

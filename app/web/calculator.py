@@ -42,8 +42,7 @@ from app.web.calculator_form import CalculatorInput
 router = APIRouter(include_in_schema=False)
 
 TEMPLATE = "web/calculator.html"
-FRAGMENTS = ("result", "field_errors", "verdict_bar")
-"""htmx gets the result, the field errors and the phone's verdict bar (both out of band)."""
+FRAGMENTS = ("result", "field_errors")
 
 
 def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:

@@ -14,26 +14,27 @@ from urllib.parse import urlencode
 
 from app.catalog import hub
 from app.catalog.hub import HubModel
-from app.engine import Job
+from app.engine import EngineError, Job
 from app.engine import precision as dtypes
 from app.engine.activations import Attention
-from app.engine.sharding import SHARDING_IMPLS
+from app.engine.sharding import SHARDING_IMPLS, ShardingImpl, checked_impl
 from app.engine.states import (
     LORA_TARGET_PRESETS,
     METHODS,
+    MOE_LORAS,
     OFFLOADS,
     OPTIMIZERS,
     QUANTS,
     SHARDINGS,
     Method,
+    MoeLora,
     Offload,
     Optimizer,
     Quant,
     Sharding,
 )
-from app.errors import InvalidInput
 from app.estimates import job_limits
-from app.estimates.service import EstimateRequest, LibrarySwitches, library_switches
+from app.estimates.service import EstimateRequest, engine_invalid
 from app.html import config_errors, forms
 from app.html.forms import N_, FieldErrors
 from app.web import engine_errors
@@ -71,7 +72,7 @@ METHOD_CHOICES: Final = {
 """Method and base weights as one choice (issue 18, point 5): a 4-bit base goes with QLoRA
 only, so the page offers no combination the engine refuses. ``method:quant`` where the quant
 is not the method's own (QLoRA's is NF4 with double quantisation, the engine's default)."""
-ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "gpus",
+ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "moe", "gpus",
                           "sharding", "impl", "offload", "gpu")
 """The controls in the calculator's "Advanced" section, which opens when one of them is set
 (a shared link with several GPUs or a sharding) or has an error (issue 18, point 4)."""
@@ -109,6 +110,11 @@ IMPL_LABELS: Final = {
     "fsdp": N_("PyTorch FSDP (full shard)"),
 }
 """Who runs ZeRO-3 sharding (``sharding.SHARDING_IMPLS``); only ZeRO-3 takes FSDP."""
+MOE_LORA_LABELS: Final = {
+    "fused": N_("Fused experts, as PEFT 0.21 on transformers 5 builds it"),
+    "per-expert": N_("One adapter per expert (transformers 4, most training stacks)"),
+}
+"""How LoRA adapts a mixture of experts (``states.MOE_LORAS``); dense models ignore it."""
 
 CKPT_LABELS: Final = {"": N_("Automatic"), "1": N_("On"), "0": N_("Off")}
 """Gradient checkpointing: "" follows :data:`CKPT_AUTO_PARAMS` and :data:`CKPT_AUTO_SEQ`."""
@@ -131,7 +137,7 @@ ENGINE_FIELDS: Final = {
     "sharding": "sharding", "offload": "offload", "attention": "attention", "model": "model",
     "gpu": "gpu", "precision": "precision", "adapter_dtype": "adapter", "base_dtype": "base",
     "framework": "framework", "bnb_version": "bnb", "sharding_impl": "impl",
-    "expandable_segments": "segments",
+    "moe_lora": "moe",
 }
 
 
@@ -167,7 +173,7 @@ class CalculatorInput:
     base: str = ""
     bnb: str = "current"
     impl: str = "deepspeed"
-    segments: bool = DEFAULT_JOB.expandable_segments
+    moe: str = DEFAULT_JOB.moe_lora
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
     # the Hub repository's config.json, once the page has looked it up (calculator.page)
@@ -232,8 +238,8 @@ class CalculatorInput:
             values["bnb"] = self.bnb
         if self.impl != "deepspeed":
             values["impl"] = self.impl
-        if self.segments:
-            values["segments"] = "1"
+        if self.moe != DEFAULT_JOB.moe_lora:
+            values["moe"] = self.moe
         if self.gpu:
             values["gpu"] = self.gpu
         return values
@@ -243,7 +249,6 @@ class CalculatorInput:
         return "/?" + urlencode(self.query())
 
     def job(self) -> Job:
-        switches = self.switches()
         return Job(
             method=cast(Method, self.method),
             optimizer=cast(Optimizer, self.optimizer),
@@ -261,15 +266,10 @@ class CalculatorInput:
             precision=cast(dtypes.Precision, self.precision) if self.precision else None,
             adapter_dtype=cast(dtypes.AdapterDtype, self.adapter) if self.adapter else None,
             base_dtype=cast(dtypes.BaseDtype, self.base) if self.base else None,
-            bnb_saves_inputs=switches.bnb_saves_inputs,
-            sharding_impl=switches.sharding_impl,
-            expandable_segments=self.segments,
+            bnb_saves_inputs=self.bnb == "0.41",
+            sharding_impl=cast(ShardingImpl, self.impl),
+            moe_lora=cast(MoeLora, self.moe),
         )
-
-    def switches(self) -> LibrarySwitches:
-        """The bitsandbytes and sharding switches, checked as the API and the CLI check them."""
-        return library_switches(bnb_version=self.bnb, method=self.method,
-                                sharding_impl=self.impl, sharding=self.sharding)
 
     def estimate_request(self) -> EstimateRequest:
         if self.is_custom or self.hub is not None:
@@ -315,17 +315,21 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         base=forms.choice(data, "base", errors, choices=("", *dtypes.BASE_DTYPES), default=""),
         bnb=forms.choice(data, "bnb", errors, choices=dtypes.BNB_VERSIONS, default="current"),
         impl=forms.choice(data, "impl", errors, choices=SHARDING_IMPLS, default="deepspeed"),
-        segments=forms.flag(data, "segments"),
+        moe=forms.choice(data, "moe", errors, choices=MOE_LORAS, default=d.moe),
         gpu=data.get("gpu", "").strip()[:64],
     )
     if calc.is_custom:
         calc.config_text = data.get("config", "")
         # the one config.json reader every surface uses, worded as every page words it
         calc.config = config_errors.read(calc.config_text, errors, "config")
-    try:  # the rules every surface shares: 0.41 only for QLoRA, fsdp only for ZeRO-3
-        calc.switches()
-    except InvalidInput as error:
-        engine_errors.add(errors, engine_error_field(error.field or ""), error)
+    try:  # the rule every surface shares: 0.41 only for QLoRA
+        dtypes.bnb_saves_inputs(cast(dtypes.BnbVersion, calc.bnb), calc.method)
+    except EngineError as error:
+        engine_errors.add(errors, "bnb", engine_invalid(error))
+    try:  # and fsdp only for ZeRO-3
+        checked_impl(calc.impl, calc.sharding)
+    except EngineError as error:
+        engine_errors.add(errors, "impl", engine_invalid(error))
     return calc, errors
 
 

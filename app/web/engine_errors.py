@@ -50,8 +50,7 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
                           "choose QLoRA, or the current release."),
     "layer_types_length": N_("%(field)s: expected one entry per layer (%(layers)s)."),
     "layer_type_unknown": N_("%(field)s: %(value)s is not a layer kind we know (%(kinds)s)."),
-    "format_needs_card": N_("%(format)s weights do not run there: llama.cpp takes GGUF files "
-                            "or 16-bit weights."),
+    "format_needs_card": N_("%(format)s needs %(needs)s."),
     "utilization_range": N_("Enter a fraction above 0 and at most 1."),
     "config_not_object": N_("A config.json is a JSON object ({...})."),
     "config_missing": N_("%(field)s is missing from the config.json."),
@@ -64,6 +63,7 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
     "true_or_false": N_("%(field)s: expected true or false, got %(value)s."),
     "layer_list_length": N_("%(field)s: expected a list of at most %(layers)s layer numbers."),
     "layer_indices": N_("%(field)s: expected distinct layer numbers from 0 to %(last)s."),
+    "layer_kinds": N_("%(field)s: expected a list of %(layers)s entries, each one of %(kinds)s."),
     "positive_integer": N_("%(field)s: expected a positive whole number, got %(value)s."),
     "above_bound": N_("%(field)s: at most %(bound)s is supported, got %(value)s."),
     "too_many_active_experts": N_("%(field)s: %(active)s is more than the %(experts)s experts "

@@ -101,13 +101,6 @@ ASSUMPTION_LABELS = {
     "loss_chunked": N_("loss: chunked cross-entropy (1,024 tokens at a time)"),
     "overhead": N_("overhead: CUDA context and workspaces plus a fragmentation margin on the "
                    "step's tensors"),
-    "reserve_default": N_("reserved: PyTorch's memory allocator keeps %(percent)s %% of the "
-                          "step's own tensors beyond the live-tensor peak (expandable segments "
-                          "off, PyTorch's default; fitted on 18 published single-GPU runs)"),
-    "reserve_expandable": N_("reserved: with expandable segments PyTorch's memory allocator "
-                             "keeps %(percent)s %% of the step's own tensors beyond the "
-                             "live-tensor peak (not fitted: no published run reports both "
-                             "counters with it)"),
     "lora": N_("LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT's default), 16 bytes "
                "per trained parameter with AdamW"),
     "nf4_dq": N_("4-bit NF4 base with double quantisation"),
@@ -122,20 +115,25 @@ ASSUMPTION_LABELS = {
     "bnb_saves_inputs": N_("bitsandbytes 0.41 to 0.43.1: every 4-bit layer keeps its input "
                            "until its backward pass, as in the QLoRA figures published in 2023 "
                            "and early 2024"),
-    "moe": N_("mixture of experts: every expert is held in memory; LoRA counts one linear "
-              "layer per expert and, on all linear layers, adapts the router too; activations "
-              "follow the %(experts)s experts each token is routed to"),
+    "moe": N_("mixture of experts: every expert is held in memory; activations follow the "
+              "%(experts)s experts each token is routed to"),
+    "moe_lora_fused": N_("LoRA on the experts as PEFT 0.21 builds it on transformers 5: one "
+                         "adapter per fused expert tensor and expert, the fused gate/up at "
+                         "rank 2r; what PEFT remaps onto the experts (dense and shared-expert "
+                         "MLPs) is not adapted"),
+    "moe_lora_per_expert": N_("LoRA on the experts as one linear layer per expert "
+                              "(transformers 4 modules, most training stacks): rank r on every "
+                              "expert's gate, up and down projection, the router and every "
+                              "other block linear layer"),
+    "mla": N_("multi-head latent attention: activations modelled as attention with keys and "
+              "values expanded per head; the compressed q and kv tensors are not counted "
+              "separately (approximate, not measured)"),
+    "sinks": N_("attention sinks and sliding-window layers: activations modelled as full "
+                "attention, the sinks as biases (approximate, not measured)"),
     "gpus": N_("%(gpus)s GPUs, data parallel, sharding %(sharding)s"),
     "tower": N_("multimodal checkpoint: the language model is sized and trained; its vision "
                 "tower and projector (%(params)s parameters) are loaded beside it, frozen in "
                 "bf16, never adapted"),
-    "tower_lora": N_("LoRA targets the language model only: PEFT's all-linear on the whole "
-                     "multimodal checkpoint adapts the vision tower's linear layers too (about "
-                     "9 million more parameters at rank 16); name the language model's modules "
-                     "to train what is sized here"),
-    "mamba_lora": N_("PEFT refuses all-linear on a Mamba hybrid (it will not adapt a Mamba "
-                     "block's out_proj): all-linear here is every other linear layer, the list "
-                     "to give PEFT"),
     "hybrid_layers": N_("hybrid model: %(mixers)s of its %(layers)s layers are %(kind)s, not "
                         "attention; their activations are those of transformers' PyTorch "
                         "path, measured (the optional flash-linear-attention or mamba_ssm "
@@ -296,12 +294,6 @@ class ResultView:
     """Several GPUs share the states (ZeRO): one GPU holds ``result.model_states_bytes``."""
     warnings: tuple[FieldError, ...]
     assumptions: tuple[FieldError, ...]
-
-    @property
-    def best(self) -> CardRow | SystemRow | None:
-        """The row the verdict names, for the phone's verdict bar (price and quote link)."""
-        rows: tuple[CardRow | SystemRow, ...] = (*self.cards, *self.systems)
-        return next((row for row in rows if row.recommended), None)
 
 
 def quote_url(calc: CalculatorInput, item: str) -> str:

@@ -78,8 +78,7 @@ def test_bnb_version_refused_naming_the_field(method: str, version: str, needle:
 
 def test_sharding_impl_fsdp_holds_no_standing_bucket(tmp_path: Path) -> None:
     """`--sharding-impl fsdp` sizes ZeRO-3 as FSDP FULL_SHARD runs it (issue 15, point 3): no
-    1 GB gradient bucket, so fewer live bytes than DeepSpeed's default (though its allocator
-    reserves more, overhead.FSDP_ALLOCATOR_RESERVE_FRACTION); each run says whose buffers."""
+    1 GB gradient bucket, so less than DeepSpeed's default; each run says whose buffers."""
     zero3 = ("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--gpus", "4",
              "--sharding", "zero3", "--format", "json")
     runs = {impl: sizer(*zero3, "--sharding-impl", impl, tmp_path=tmp_path)
@@ -87,7 +86,7 @@ def test_sharding_impl_fsdp_holds_no_standing_bucket(tmp_path: Path) -> None:
     assert all(run.code == 0 for run in runs.values()), runs
     deepspeed, fsdp = (json.loads(runs[i].stdout) for i in ("deepspeed", "fsdp"))
     assert json.loads(sizer(*zero3, tmp_path=tmp_path).stdout) == deepspeed
-    assert fsdp["allocated_bytes"] < deepspeed["allocated_bytes"]
+    assert fsdp["per_gpu_bytes"]["total"] < deepspeed["per_gpu_bytes"]["total"]
     assert any("as DeepSpeed runs it" in item for item in deepspeed["assumptions"])
     assert any("as PyTorch FSDP FULL_SHARD runs it" in item for item in fsdp["assumptions"])
 
@@ -104,3 +103,25 @@ def test_sharding_impl_refused_naming_the_field(sharding: str, impl: str, needle
     assert run.code == 2
     assert len(run.stderr.strip().splitlines()) == 1
     assert needle in run.stderr
+
+
+def test_moe_lora_per_expert_trains_fewer_adapters_on_qwen3_moe(tmp_path: Path) -> None:
+    """`--moe-lora` (issue 16, point 1): PEFT 0.21 on transformers 5 adapts the fused expert
+    tensors, the gate/up one at rank 2r (the default); per-expert is one adapter per expert.
+    Qwen3-30B-A3B at r=16: 996,507,648 and 845,512,704 trainable (tools/moe_counts.py)."""
+    base = ("estimate", "--model", "qwen3-30b-a3b", "--method", "lora", "--format", "json")
+    runs = {c: sizer(*base, "--moe-lora", c, tmp_path=tmp_path) for c in ("fused", "per-expert")}
+    assert all(run.code == 0 for run in runs.values()), runs
+    fused, per_expert = (json.loads(runs[c].stdout) for c in ("fused", "per-expert"))
+    assert json.loads(sizer(*base, tmp_path=tmp_path).stdout) == fused
+    assert fused["params"]["trainable"] == 996_507_648
+    assert per_expert["params"]["trainable"] == 845_512_704
+    assert any("as PEFT 0.21 builds it" in item for item in fused["assumptions"])
+    assert any("one linear layer per expert" in item for item in per_expert["assumptions"])
+
+
+def test_moe_lora_refused_naming_the_option(tmp_path: Path) -> None:
+    run = sizer("estimate", "--model", "qwen3-30b-a3b", "--moe-lora", "per-layer",
+                tmp_path=tmp_path)
+    assert run.code == 2
+    assert "--moe-lora" in run.stderr

@@ -64,6 +64,28 @@ for _nested, _text in TEXT_FIELDS.items():
     FIELDS[_nested] = tuple(dict.fromkeys(
         (*_text, *VISION_FIELDS[_nested], *TOP_FIELDS.get(_nested, ()))
     ))
+# app/engine/arch_moe.py: multi-head latent attention reads no kv heads or head_dim.
+_MLA = (
+    "num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
+    "max_position_embeddings", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+    "qk_nope_head_dim", "v_head_dim", "n_routed_experts", "num_experts_per_tok",
+    "moe_intermediate_size", "n_shared_experts",
+)
+_INDEXER = ("index_n_heads", "index_head_dim")
+FIELDS["deepseek_v3"] = FIELDS["kimi_k2"] = (*_MLA, "first_k_dense_replace")
+FIELDS["glm4_moe_lite"] = _MLA
+FIELDS["deepseek_v32"] = (*_MLA, "first_k_dense_replace", *_INDEXER)
+FIELDS["glm_moe_dsa"] = (*_MLA, "first_k_dense_replace", *_INDEXER, "index_topk_freq",
+                         "index_skip_topk_offset")
+FIELDS["glm4_moe"] = (*_COMMON, "n_routed_experts", "num_experts_per_tok",
+                      "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace")
+FIELDS["minimax_m2"] = FIELDS["gpt_oss"] = (*_COMMON, "num_local_experts", "num_experts_per_tok")
+FIELDS["llama4_text"] = (*_COMMON, "num_local_experts", "num_experts_per_tok",
+                         "interleave_moe_layer_step", "intermediate_size_mlp")
+# Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
+NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
+for _outer in NESTED:
+    FIELDS[_outer] = ()
 
 # The smallest value each field may take in a config that parses (positions must hold the job).
 SMALLEST: dict[str, int] = {name: 1 for name in FIELD_BOUNDS}
@@ -85,6 +107,10 @@ ORDINARY: dict[str, int] = dict(
     ffn_hidden_size=8192, num_ln_in_parallel_attn=2, depth=27, num_position_embeddings=2304,
     out_hidden_size=2048, patch_size=16, image_size=896, num_channels=3, in_channels=3,
     spatial_merge_size=2, temporal_patch_size=2,
+    n_shared_experts=1, first_k_dense_replace=3,
+    interleave_moe_layer_step=2, intermediate_size_mlp=8192, q_lora_rank=1536,
+    kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
+    index_n_heads=64, index_head_dim=128, index_topk_freq=1, index_skip_topk_offset=2,
 )
 
 
@@ -99,6 +125,8 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
     vision_fields = VISION_FIELDS.get(model_type, ())
     top_fields = TOP_FIELDS.get(model_type, ())
     nested = bool(vision_fields)
+    if model_type in NESTED:  # a checkpoint whose text model is another type's config
+        return {"model_type": model_type, "text_config": config_at(NESTED[model_type], values)}
     config: dict[str, Any] = {"model_type": model_type}
     text: dict[str, Any] = {} if nested else config
     for name in TEXT_FIELDS.get(model_type, FIELDS[model_type]):

@@ -65,6 +65,7 @@ FIELDS: Final[dict[str, Field]] = {
     "offload": Field("offload", "offload", "--offload", "calculator"),
     "bnb_version": Field("bnb", "bnb_version", "--bnb-version", "calculator"),
     "sharding_impl": Field("impl", "sharding_impl", "--sharding-impl", "calculator"),
+    "moe_lora": Field("moe", "moe_lora", "--moe-lora", "calculator"),
     "attention": Field("attention", "attention", "--attention", "calculator"),
     "gpu": Field("gpu", "gpu", "--gpu", "calculator"),
     "gradient_accumulation": Field(
@@ -228,6 +229,7 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
     BadInput("bnb-version-unknown", "bnb_version", "0.39"),
     BadInput("bnb-version-without-qlora", "bnb_version", "0.41", context={"method": "lora"}),
     BadInput("sharding-impl-unknown", "sharding_impl", "megatron"),
+    BadInput("moe-lora-unknown", "moe_lora", "per-layer"),
     BadInput("sharding-impl-fsdp-without-zero3", "sharding_impl", "fsdp",
              context={"sharding": "zero2"}),
     BadInput("attention-script", "attention", SCRIPT, echoes_markup=True),

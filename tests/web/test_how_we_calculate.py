@@ -102,5 +102,7 @@ def test_no_published_runs_section_without_the_results_file(
 def test_the_supported_architectures_are_listed_from_the_engine(client: TestClient) -> None:
     page = client.get("/how-we-calculate").text
     assert "Supported architectures" in page
-    for model_type in ("qwen3_next", "nemotron_h", "gemma3", "olmo2", "gpt_neox", "llama"):
+    for model_type in ("qwen3_next", "nemotron_h", "gemma3", "olmo2", "gpt_neox", "llama",
+                       "deepseek_v3", "glm_moe_dsa", "minimax_m2", "gpt_oss", "llama4"):
         assert model_type in page
+    assert "LoRA on the experts is counted as PEFT 0.21 builds it" in page

@@ -21,9 +21,8 @@ LLAMA_8B_CONFIG = json.loads((SEED_DIR / "models" / "llama-3.1-8b.json").read_te
 
 EXTRA_MODELS = (
     # slug, Hugging Face id, family, mixture of experts
-    ("gpt-oss-20b", "openai/gpt-oss-20b", "GPT-OSS", True),
     ("qwen3.5-35b-a3b", "Qwen/Qwen3.5-35B-A3B", "Qwen", True),
-)  # Qwen3.5-27B (dense) is in the seed
+)  # Qwen3.5-27B (dense), gpt-oss-20b and gpt-oss-120b are in the seed
 
 
 @pytest.fixture
@@ -50,9 +49,9 @@ def _found(client: TestClient, query: str) -> list[str]:
     ("Llama 70B", {"llama-3.3-70b", "llama-3.1-70b", "deepseek-r1-distill-llama-70b"}),
     ("70b", {"llama-3.3-70b", "llama-3.1-70b", "deepseek-r1-distill-llama-70b"}),
     ("3.1", {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-             "mistral-small-3.1-24b-instruct-2503"}),
+             "mistral-small-3.1-24b-instruct-2503", "deepseek-v3.1"}),
     ("llama3.1 8b", {"llama-3.1-8b"}),
-    ("gpt oss", {"gpt-oss-20b"}),
+    ("gpt oss", {"gpt-oss-20b", "gpt-oss-120b"}),
     ("qwen 3.5 moe", {"qwen3.5-35b-a3b"}),
     ("Qwen3.5", {"qwen3.5-35b-a3b", "qwen3.5-27b"}),
     ("meta-llama/Llama-3.1-8B", {"llama-3.1-8b"}),

@@ -33,7 +33,7 @@ from app.engine.precision import AdapterDtype, BaseDtype, BnbVersion, Framework,
 from app.engine.serving import KvDtype, Runtime
 from app.engine.serving_weights import WeightFormat
 from app.engine.sharding import ShardingImpl
-from app.engine.states import Accounting, Method, Offload, Optimizer, Quant, Sharding
+from app.engine.states import Accounting, Method, MoeLora, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits, memory_size
 from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
 
@@ -217,13 +217,15 @@ class EstimateInput(BaseModel):
         default="deepspeed", description="Who runs sharding zero3: deepspeed (DeepSpeed "
         "ZeRO-3, its gradient bucket and prefetch) or fsdp (PyTorch FSDP FULL_SHARD, the "
         "computing and the prefetched next layer). fsdp is refused unless sharding is zero3.")
+    moe_lora: MoeLora = Field(
+        default="fused", description="How LoRA adapts a mixture of experts: fused (as PEFT "
+        "0.21 on transformers 5 builds it: each fused expert tensor per expert, the gate/up "
+        "one at rank 2r) or per-expert (one adapter per expert's gate, up and down projection, "
+        "as transformers 4 built them). Dense models: no difference.")
     offload: Offload = "none"
     chunked_loss: bool = Field(default=False, description="A chunked or fused cross-entropy.")
     fused_optimizer_step: bool = False
     activation_offload: bool = False
-    expandable_segments: bool = Field(
-        default=False, description="PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF="
-        "expandable_segments:True (set by Unsloth and axolotl): a smaller allocator reserve.")
     gradient_accumulation: int = Field(default=1, ge=1,
                                        le=job_limits.MAX_GRADIENT_ACCUMULATION)
     precision: Precision | None = Field(
@@ -334,12 +336,6 @@ class Estimate(_Out):
     model_states_by_accounting: dict[str, int]
     peak_phase: str
     peak_live_bytes: int
-    allocated_bytes: int = Field(description="The step's live-tensor peak, never below the "
-                                 "model states: what torch.cuda.max_memory_allocated shows.")
-    reserved_bytes: int = Field(description="allocated_bytes plus PyTorch's caching allocator "
-                                "reserve: what torch.cuda.max_memory_reserved shows. "
-                                "per_gpu_bytes.total adds the CUDA context (nvidia-smi); the "
-                                "verdict holds that against the card.")
     phases: dict[str, int]
     fits: list[CardFit]
     levers: list[Lever]
@@ -525,9 +521,6 @@ class ServingEstimate(_Out):
 
     engine_version: str = Field(examples=["1.4.0"])
     model_type: str = Field(examples=["llama"])
-    fidelity: Literal["exact", "approximate"] = Field(
-        description="exact, or approximate for a model type counted as a Llama-style decoder "
-        "from its standard fields (the first assumption says which).")
     runtime: str
     params: ServingParams
     kv_cache_bytes_per_token: int = Field(description="Per GPU, every attention layer.")

@@ -109,6 +109,7 @@ ERRORS: list[tuple[Any, set[str]]] = [
       "sharding_impl": "fsdp"}, {"body.sharding_impl"}),
     ({"model": "llama-3.1-8b", "method": "lora", "sharding_impl": "megatron"},
      {"body.sharding_impl"}),
+    ({"model": "qwen3-30b-a3b", "method": "lora", "moe_lora": "per-layer"}, {"body.moe_lora"}),
     ({"model": "llama-3.1-8b", "method": "lora", "seq_len": 1 << 20}, {"body.seq_len"}),
 ]
 
