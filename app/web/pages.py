@@ -13,6 +13,7 @@ from app.config import ROOT, STATIC_DIR, Settings
 from app.engine.documentation import TERMS
 from app.engine.estimate import ENGINE_VERSION
 from app.engine.shapes import SUPPORTED_MODEL_TYPES
+from app.html.forms import N_
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path
 from app.html.templating import render
@@ -25,6 +26,26 @@ ACCURACY_PNG = STATIC_DIR / "img" / "accuracy.png"
 EXTERNAL_JSON = ROOT / "tools" / "calibrate" / "external" / "results.json"
 """Published GPU runs against the engine and fitcheck-llm (tools/calibrate/external/results.py)."""
 ONE_YEAR_S = 365 * 24 * 3600
+
+
+TERM_TITLES = {
+    "parameters": N_("Parameters"),
+    "full-zero": N_("Full fine-tuning, ZeRO accounting"),
+    "full-hf": N_("Full fine-tuning, Hugging Face accounting"),
+    "optimizers": N_("Optimizer states"),
+    "lora": N_("LoRA adapter"),
+    "qlora": N_("QLoRA base"),
+    "sharding": N_("Several GPUs"),
+    "layer-activations": N_("Activations per decoder layer"),
+    "hybrid-layers": N_("Linear-attention and Mamba layers (hybrid models)"),
+    "checkpointing": N_("Gradient checkpointing"),
+    "loss-head": N_("Loss head"),
+    "peak": N_("Peak over phases"),
+    "overhead": N_("Overhead: reserved memory and context"),
+    "formats": N_("Low-precision formats"),
+}
+"""The headings of "How we calculate" in the reader's language, by the engine's term keys
+(issue 18, point 8); a term added to the engine without one keeps its English title."""
 
 
 HOME = "/"
@@ -70,7 +91,8 @@ def how_we_calculate(request: Request) -> HTMLResponse:
     """Every term with its formula and source, straight from the engine's documentation."""
     return render(
         request, "web/how_we_calculate.html",
-        {"terms": TERMS, "engine_version": ENGINE_VERSION, "accuracy": _accuracy(),
+        {"terms": TERMS, "term_titles": TERM_TITLES, "engine_version": ENGINE_VERSION,
+         "accuracy": _accuracy(),
          "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON),
          "model_types": SUPPORTED_MODEL_TYPES, "serving": serving_view.method_page()},
     )

@@ -3,6 +3,7 @@ levers, warnings and the quote pages; /how-we-calculate's formula prose is not c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -34,3 +35,19 @@ def test_the_customer_request_page_is_german(make_client: Callable[..., TestClie
     fields = _form_fields(client.get(QUOTE).text)
     target = client.post("/quote", data={**fields, **CONTACT}).headers["location"]
     assert english(client.get(target).text) == []
+
+
+def test_how_we_calculate_headings_are_german(make_client: Callable[..., TestClient]) -> None:
+    """Issue 18, point 8: the headings follow the reader's language; the formulas, generated
+    from the engine's constants, stay English and are marked lang="en"."""
+    from app.engine.documentation import TERMS
+    from app.web.pages import TERM_TITLES
+
+    assert set(TERM_TITLES) == {term.key for term in TERMS}
+    body = make_client().get("/how-we-calculate", headers=GERMAN).text
+    headings = re.findall(
+        r'<section id="term-[\w-]+" class="term">\s*<h2 lang="(\w+)">([^<]+)</h2>', body)
+    assert len(headings) == len(TERMS)
+    assert all(lang == "de" for lang, _ in headings)
+    assert ("de", "Mehrere GPUs") in headings and ("de", "Several GPUs") not in headings
+    assert '<div class="terms" lang="en">' in body
