@@ -151,9 +151,23 @@ def base_image() -> str:
     return BASE_TAG
 
 
+def _image_id(tag: str) -> str | None:
+    found = subprocess.run(
+        [*BUILDAH, "images", "--quiet", "--no-trunc", tag],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=False,
+    )
+    return found.stdout.strip() or None if found.returncode == 0 else None
+
+
 def build_with_buildah(tag: str = IMAGE_TAG) -> None:
-    """``buildah bud`` of the Dockerfile FROM :func:`base_image`, layers kept for the next run."""
+    """``buildah bud`` of the Dockerfile FROM :func:`base_image`, layers kept for the next run.
+
+    The image ``tag`` named before is removed once the new one has its name: with vfs every
+    image is a full copy of its file system (some 400 MB), and CI builds on every run. The
+    layers it shares with the new image (the cached base, Debian's Python, the dependencies)
+    stay."""
     base = base_image()
+    previous = _image_id(tag)
     command = [
         *BUILDAH, "bud", "--isolation", "chroot", "--network", "host", "--layers",
         "--format", "docker",  # OCI images have no HEALTHCHECK
@@ -164,6 +178,9 @@ def build_with_buildah(tag: str = IMAGE_TAG) -> None:
             "--volume", f"{CA_BUNDLE}:{CA_IN_BUILD}:ro", "--build-arg", f"PIP_CERT={CA_IN_BUILD}",
         ]
     _run([*command, str(ROOT)])
+    if previous is not None and previous != _image_id(tag):
+        subprocess.run([*BUILDAH, "rmi", previous], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def image_size(tag: str) -> int:
