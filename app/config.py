@@ -249,6 +249,24 @@ class Settings(BaseSettings):
     vat_home_country: str = Field(
         default="DE", description="The shop's own country (always charged its own rate)."
     )
+    seller_company: str | None = Field(default=None, max_length=200,
+                                description="The seller's legal name on /q/ and the print view.")
+    seller_address: str | None = Field(default=None, max_length=400,
+                                description="The seller's postal address (one line).")
+    seller_register: str | None = Field(default=None, max_length=200,
+                                 description="Commercial register and number.")
+    seller_vat_id: str | None = Field(default=None, max_length=40,
+                                      description="The seller's VAT ID.")
+    seller_terms_url: str | None = Field(default=None, max_length=400,
+                                  description="Link to the general terms and conditions.")
+    seller_imprint_url: str | None = Field(default=None, max_length=400,
+                                    description="Link to the imprint (Impressum).")
+    contact_name: str | None = Field(default=None, max_length=200,
+                              description="The named contact a customer's quote shows.")
+    contact_email: str | None = Field(default=None, max_length=254,
+                                      description="That contact's e-mail.")
+    contact_phone: str | None = Field(default=None, max_length=60,
+                                      description="That contact's phone.")
     staff_session_hours: int = Field(
         default=12, ge=1, le=24 * 30, description="How long a staff sign-in lasts."
     )

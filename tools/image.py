@@ -19,6 +19,7 @@ Both need root (debootstrap writes device nodes, buildah's chroot isolation chro
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -78,6 +79,31 @@ def debian_mirror(texts: Sequence[str] | None = None) -> str:
                                                                                  "").split():
                 return fields.get("URIs", DEFAULT_MIRROR).split()[0].rstrip("/")
     return DEFAULT_MIRROR
+
+
+def shipped(relative: str, rules: Sequence[str] | None = None) -> bool:
+    """Whether the build context carries the file at ``relative`` (a path in the checkout),
+    by .dockerignore's rules as docker and buildah read them: the last rule that matches the
+    path or one of its parent directories decides, ``!`` lets through again."""
+    if rules is None:
+        rules = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    parts = Path(relative).parts
+    candidates = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+    verdict = True
+    for line in rules:
+        rule = line.strip()
+        if not rule or rule.startswith("#"):
+            continue
+        keep = rule.startswith("!")
+        pattern = rule.lstrip("!").strip("/")
+        if pattern.startswith("**/"):
+            tail = pattern[3:]
+            hit = any(fnmatch.fnmatchcase(part, tail) for part in parts)
+        else:
+            hit = any(fnmatch.fnmatchcase(path, pattern) for path in candidates)
+        if hit:
+            verdict = keep
+    return verdict
 
 
 def docker_daemon() -> bool:

@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--activation-offload", action="store_true",
                         help="saved activations offloaded to CPU memory")
     parser.add_argument("--gradient-accumulation", type=int, default=1)
+    parser.add_argument("--expandable-segments", action="store_true",
+                        help="PyTorch's allocator with PYTORCH_CUDA_ALLOC_CONF="
+                        "expandable_segments:True (Unsloth, axolotl): a smaller reserve")
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="amp: fp32 master weights, bf16 autocast; bf16: pure bf16 "
                         "(default: as --framework trains)")
@@ -227,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
         offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
         fused_optimizer_step=args.fused_optimizer_step,
         activation_offload=args.activation_offload,
+        expandable_segments=args.expandable_segments,
         gradient_accumulation=args.gradient_accumulation,
         precision=args.precision, adapter_dtype=args.adapter_dtype,
         base_dtype=args.base_dtype, framework=args.framework,
@@ -272,6 +276,9 @@ def format_table(result: EstimateResult) -> str:
     ):
         lines.append(f"  {label:<14}{_gb(value):>7}")
     lines.append(f"  peak phase: {result.peak_phase}")
+    lines.append(f"  allocated {_gb(result.allocated_bytes)} GB (live tensors, "
+                 f"max_memory_allocated)  reserved {_gb(result.reserved_bytes)} GB (allocator, "
+                 "max_memory_reserved); total adds the CUDA context")
     lines.append("")
     header = f"  {'card':<22}{'usable':>8}{'free':>8}  {'fits':<5}{'max batch':>10}{'max seq':>9}"
     lines.append(header)

@@ -81,8 +81,10 @@ def _speed(value: float | None) -> str:
 def format_table(result: ServingResult) -> str:
     """The same numbers for people: aligned, GB with one decimal."""
     b = result.per_gpu_bytes
+    fidelity = " (approximate)" if result.fidelity == "approximate" else ""
     lines = [
-        f"engine {result.engine_version}  {result.model_type}  runtime {result.runtime}  "
+        f"engine {result.engine_version}  {result.model_type}{fidelity}  "
+        f"runtime {result.runtime}  "
         f"params {result.params.total:,}  active {result.params.active:,}",
         f"KV cache per token per GPU: {result.kv_cache_bytes_per_token:,} bytes; "
         f"per request {_gb(result.kv_cache_bytes_per_request)} GB",

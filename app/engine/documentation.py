@@ -157,13 +157,18 @@ TERMS: tuple[Term, ...] = (
         "measured: adding every term overestimates by up to 25 %", "app/engine/fit.py",
     ),
     Term(
-        "overhead", "Overhead",
-        f"CUDA context and workspaces {overhead.CUDA_CONTEXT_BYTES / overhead.GIB:.1f} GiB per "
-        f"GPU (+ {overhead.NCCL_BUFFER_BYTES / overhead.GIB:.1f} GiB NCCL buffers with several "
-        f"GPUs); allocator fragmentation {overhead.FRAGMENTATION_FRACTION:.0%} of the per-step "
-        "tensors",
-        "observed ranges (context 0.3-1 GiB, reserved vs allocated 5-15 %); to be replaced by "
-        "GPU measurements", "app/engine/overhead.py",
+        "overhead", "Overhead: reserved memory and context",
+        "allocated = the peak above (max_memory_allocated); reserved = allocated + the caching "
+        f"allocator's reserve, {overhead.ALLOCATOR_RESERVE_FRACTION:.1%} of the step's own "
+        f"tensors ({overhead.EXPANDABLE_SEGMENTS_RESERVE_FRACTION:.0%} with expandable segments, "
+        "--expandable-segments); per GPU = reserved + CUDA context and workspaces "
+        f"{overhead.CUDA_CONTEXT_BYTES / overhead.GIB:.1f} GiB "
+        f"(+ {overhead.NCCL_BUFFER_BYTES / overhead.GIB:.1f} GiB NCCL buffers with several "
+        "GPUs), what nvidia-smi shows and what the card must hold",
+        "reserve fitted on published runs reporting both max_memory_allocated and nvidia-smi "
+        "(fms-acceleration A100-80GB benchmark, tools/calibrate/external/reserved.json); "
+        "PyTorch's CUDACachingAllocator rounds blocks to 512 B and segments to 2 or 20 MiB, "
+        "under 1 % of a step; context: observed 0.3-1 GiB", "app/engine/overhead.py",
     ),
     Term(
         "formats", "Low-precision formats",

@@ -28,7 +28,7 @@ from app.engine.arch_moe import MLA_MODEL_TYPES, SINK_MODEL_TYPES
 from app.engine.capabilities import capabilities
 from app.engine.errors import EngineError
 from app.engine.fit import PhaseTerms, StepModel
-from app.engine.overhead import fixed_overhead_bytes
+from app.engine.overhead import fixed_overhead_bytes, reserve_fraction
 from app.engine.precision import (
     ADAPTER_DTYPES,
     BASE_DTYPES,
@@ -47,6 +47,7 @@ from app.engine.states import (
     ACCOUNTINGS,
     METHODS,
     MOE_LORAS,
+    NF4_BITS,
     OFFLOADS,
     OPTIMIZERS,
     QUANTS,
@@ -75,9 +76,11 @@ from app.engine.states import (
 # residual stream and lm_head copy; the quantisation state; bnb_saves_inputs) (issue 15).
 # 1.4.0: what ZeRO-3/FSDP hold beyond the shards (sharding.py): DeepSpeed's gradient bucket
 # and prefetch, FSDP's prefetched next layer; Job.sharding_impl (issue 15).
-# 1.5.0: mixture-of-experts and MLA families (arch_moe.py); LoRA on fused experts as PEFT 0.21
+# 1.5.0: reserved memory: the caching allocator's reserve fitted on published runs reporting
+# both counters (overhead.py), allocated_bytes and reserved_bytes, Job.expandable_segments.
+# 1.6.0: mixture-of-experts and MLA families (arch_moe.py); LoRA on fused experts as PEFT 0.21
 # builds it by default, Job.moe_lora "per-expert" for one adapter per expert (issue 16).
-ENGINE_VERSION = "1.5.0"
+ENGINE_VERSION = "1.6.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024
@@ -127,7 +130,7 @@ PAGED_OPTIMIZER_WARNING = (
 Fidelity = Literal["exact", "approximate"]
 """How the parameters were counted: see :attr:`EstimateResult.fidelity`."""
 
-Assumption = tuple[str, dict[str, str | int]]
+Assumption = tuple[str, dict[str, str | int | float]]
 """An assumption's key in :data:`ASSUMPTION_TEXTS` and the values its wording takes."""
 
 
@@ -183,6 +186,9 @@ class Job:
     # name for it, hence the default) or PyTorch FSDP FULL_SHARD (sharding.py). Surfaces:
     # --sharding-impl / sharding_impl / impl, checked by sharding.checked_impl.
     sharding_impl: ShardingImpl = "deepspeed"
+    # PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which
+    # fragments less (overhead.reserve_fraction). Off: PyTorch's default.
+    expandable_segments: bool = False
     # How LoRA adapts a mixture of experts (states.MOE_LORAS): as PEFT 0.21 on transformers 5
     # builds it (fused expert tensors) or one adapter per expert. Surfaces: --moe-lora /
     # moe_lora.
@@ -265,6 +271,11 @@ class EstimateResult:
     model_states_by_accounting: dict[str, int]
     peak_phase: str
     peak_live_bytes: int
+    # What PyTorch's counters would show for the step (overhead.py): the live-tensor peak with
+    # the model states as its floor (max_memory_allocated) and that plus the caching
+    # allocator's reserve (max_memory_reserved). per_gpu_bytes.total adds the CUDA context.
+    allocated_bytes: int
+    reserved_bytes: int
     phases: dict[str, int]
     fits: tuple[CardFit, ...]
     levers: tuple[Lever, ...]
@@ -492,14 +503,19 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         moments=moments,
         model_states_bytes=states.total_bytes - transient_copies,
         fixed_overhead_bytes=fixed_overhead_bytes(job.gpus),
+        reserve_fraction=reserve_fraction(
+            expandable_segments=job.expandable_segments,
+            fsdp=job.sharding == "zero3" and job.sharding_impl == "fsdp" and job.gpus > 1),
     )
 
 
 def _stored_bytes_per_param(job: Job) -> float:
     """Bytes per base parameter of a gathered ZeRO-3/FSDP layer: 4 for a base kept in fp32,
-    else bf16's 2, also for a 4-bit base (see sharding.py on why that is not the NF4 bits)."""
+    the packed NF4 storage for a 4-bit base (sharding.py), else bf16's 2."""
     if job.method == "lora" and job.training_precision.base_dtype == "fp32":
         return 4
+    if job.method == "qlora":
+        return NF4_BITS[job.effective_quant] / 8
     return 2
 
 
@@ -600,6 +616,8 @@ def estimate(
         model_states_by_accounting=by_accounting,
         peak_phase=totals.peak_moment.phase,
         peak_live_bytes=totals.peak_live_bytes,
+        allocated_bytes=totals.allocated_bytes,
+        reserved_bytes=totals.reserved_bytes,
         phases={m.name: m.live(job.batch_size, job.seq_len) for m in model.moments},
         fits=fits,
         levers=tuple(levers),
@@ -759,6 +777,11 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "units": "GB = 10^9 bytes; every figure is per GPU",
     "tower": "multimodal checkpoint: the language model is sized and trained; its vision tower "
     "and projector (%(params)s parameters) are loaded beside it, frozen in bf16, never adapted",
+    "tower_lora": "LoRA targets the language model only: PEFT's all-linear on the whole "
+    "multimodal checkpoint adapts the vision tower's linear layers too (about 9 million more "
+    "parameters at rank 16); name the language model's modules to train what is sized here",
+    "mamba_lora": "PEFT refuses all-linear on a Mamba hybrid (it will not adapt a Mamba "
+    "block's out_proj): all-linear here is every other linear layer, the list to give PEFT",
     "hybrid_layers": "hybrid model: %(mixers)s of its %(layers)s layers are %(kind)s, not "
     "attention; their activations are those of transformers' PyTorch path, measured (the "
     "optional flash-linear-attention or mamba_ssm kernels keep less)",
@@ -774,6 +797,12 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "loss_chunked": "loss head: chunked cross-entropy (1,024 tokens)",
     "overhead": "overhead: CUDA context and workspaces plus a fragmentation margin on per-step "
     "tensors",
+    "reserve_default": "reserved: PyTorch's caching allocator reserves %(percent)s %% of the "
+    "step's own tensors beyond the live-tensor peak (expandable segments off, PyTorch's "
+    "default; fitted on 18 published single-GPU runs that report both counters)",
+    "reserve_expandable": "reserved: with expandable segments the caching allocator reserves "
+    "%(percent)s %% of the step's own tensors beyond the live-tensor peak (not fitted: no "
+    "published run reports both counters with it)",
     "lora": "LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT default), 16 bytes per "
     "trainable param with AdamW",
     "nf4_dq": "NF4 base (with double quantisation)",
@@ -837,6 +866,11 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
                                       "fields": ", ".join(shape.approximation.fields)}))
     if shape.tower_params:
         items.append(("tower", {"params": shape.tower_params}))
+    if shape.tower_params and job.method != "full" and job.lora_targets == "all-linear":
+        items.append(("tower_lora", {}))
+    if shape.mixer is not None and shape.mixer.kind == "mamba2" and job.method != "full" \
+            and job.lora_targets == "all-linear":
+        items.append(("mamba_lora", {}))
     if shape.mixer is not None:
         items.append(("hybrid_layers", {
             "mixers": shape.mixer.layers, "layers": shape.num_layers,
@@ -850,6 +884,7 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
          {"attention": job.attention}),
         ("loss_standard" if job.loss_head == "standard" else "loss_chunked", {}),
         ("overhead", {}),
+        _reserve_item(job),
     ]
     dtypes = job.training_precision
     items.append(("precision_bf16" if dtypes.precision == "bf16" else "precision_amp", {}))
@@ -881,6 +916,13 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     return tuple(items)
 
 
+def _reserve_item(job: Job) -> Assumption:
+    """Which allocator reserve the total carries (overhead.reserve_fraction)."""
+    fraction = reserve_fraction(expandable_segments=job.expandable_segments)
+    key = "reserve_expandable" if job.expandable_segments else "reserve_default"
+    return key, {"percent": round(100 * fraction, 1)}
+
+
 def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:
     """What the figures take for granted, in words a customer can check (English)."""
     return tuple(ASSUMPTION_TEXTS[key] % values if values else ASSUMPTION_TEXTS[key]
@@ -889,3 +931,4 @@ def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:
 
 def _targets_text(targets: str | tuple[str, ...]) -> str:
     return targets if isinstance(targets, str) else ", ".join(targets)
+

@@ -7,8 +7,9 @@ then a handful of multiplications, which is what lets one estimate answer the la
 micro-batch and the longest sequence for every card in the catalog in well under a
 millisecond.
 
-Total per GPU = max(model states, the largest phase's live bytes)
-              + fragmentation margin on the per-step tensors + fixed context overhead.
+Allocated per GPU = max(model states, the largest phase's live bytes);
+reserved = allocated + the caching allocator's reserve on the per-step tensors (overhead.py);
+total per GPU = reserved + fixed context overhead (what nvidia-smi shows; held against the card).
 Taking the model states as a floor keeps the article's accounting (e.g. the hf count's bf16
 weight copy, which autocast frees before the optimizer step) from being undercut.
 """
@@ -19,8 +20,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
-
-from app.engine.overhead import FRAGMENTATION_FRACTION
 
 Phase = Literal["forward", "backward", "optimizer"]
 
@@ -36,7 +35,7 @@ class PhaseTerms:
     """One moment of the step: ``static + fixed + per_token * t + per_token_seq * t * s``.
 
     ``static`` is allocated once (weights, optimizer states); the rest is per step and carries
-    the fragmentation margin.
+    the allocator's reserve.
     """
 
     name: str
@@ -59,7 +58,18 @@ class StepTotals:
     total_bytes: int
     peak_live_bytes: int
     peak_moment: PhaseTerms
-    fragmentation_bytes: int
+    reserve_bytes: int
+    fixed_overhead_bytes: int
+
+    @property
+    def allocated_bytes(self) -> int:
+        """The live-tensor peak with the model states as its floor (``max_memory_allocated``)."""
+        return self.reserved_bytes - self.reserve_bytes
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Allocated plus the allocator's reserve (``max_memory_reserved``)."""
+        return self.total_bytes - self.fixed_overhead_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +77,16 @@ class StepModel:
     moments: tuple[PhaseTerms, ...]
     model_states_bytes: int
     fixed_overhead_bytes: int
+    # overhead.reserve_fraction for the job: the allocator's reserve per per-step byte.
+    reserve_fraction: float
 
     def totals(self, batch: int, seq: int) -> StepTotals:
         peak = max(self.moments, key=lambda m: m.live(batch, seq))
         dynamic = max(m.dynamic(batch, seq) for m in self.moments)
-        fragmentation = math.ceil(dynamic * FRAGMENTATION_FRACTION)
+        reserve = math.ceil(dynamic * self.reserve_fraction)
         live = peak.live(batch, seq)
-        total = max(live, self.model_states_bytes) + fragmentation + self.fixed_overhead_bytes
-        return StepTotals(total, live, peak, fragmentation)
+        total = max(live, self.model_states_bytes) + reserve + self.fixed_overhead_bytes
+        return StepTotals(total, live, peak, reserve, self.fixed_overhead_bytes)
 
     def total_bytes(self, batch: int, seq: int) -> int:
         """Same as ``totals().total_bytes``, kept lean: it runs inside every search."""
@@ -89,7 +101,7 @@ class StepModel:
                 live = m.static + d
         return (
             max(live, self.model_states_bytes)
-            + math.ceil(dynamic * FRAGMENTATION_FRACTION)
+            + math.ceil(dynamic * self.reserve_fraction)
             + self.fixed_overhead_bytes
         )
 

@@ -240,6 +240,8 @@ ServingAssumption = tuple[str, dict[str, str | int | float]]
 class ServingResult:
     engine_version: str
     model_type: str
+    fidelity: str
+    """"exact", or "approximate" for a model type no builder knows (app/engine/approximate.py)."""
     runtime: str
     params: ServingParams
     kv_cache_bytes_per_token: int
@@ -274,7 +276,11 @@ GRAPH_HEADROOM_WARNING: Final = (
 CONTEXT_BEYOND_MODEL_WARNING: Final = "the context is longer than the model's positions"
 
 SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
+    "approximate": "approximate: model type '%(model_type)s' is not one the engine counts "
+    "exactly; it is counted as a dense decoder of the Llama layout from %(fields)s",
     "units": "bytes; GiB = 1024^3 bytes; per GPU",
+    "tower": "multimodal checkpoint: its vision tower (%(params)s parameters) is loaded beside "
+    "the language model in 16-bit",
     "vllm": "vLLM %(version)s start-up arithmetic: total x gpu_memory_utilization minus weights, "
     "the profile run's activation peak (max_num_batched_tokens by card size unless given) and "
     "non-torch memory; the rest is the KV cache, in blocks of 16 tokens",
@@ -316,6 +322,7 @@ def serving_estimate(shape: ModelShape, layout: KvLayout, job: ServingJob,
     return ServingResult(
         engine_version=ENGINE_VERSION,
         model_type=shape.model_type,
+        fidelity="exact" if shape.approximation is None else "approximate",
         runtime=job.runtime,
         params=ServingParams(total=shape.total_params, active=shape.active_params),
         kv_cache_bytes_per_token=_kv_per_token(layout, job),
@@ -628,7 +635,13 @@ def _levers(shape: ModelShape, layout: KvLayout, job: ServingJob, gpus: Sequence
 def assumption_items(shape: ModelShape, layout: KvLayout, job: ServingJob
                      ) -> tuple[ServingAssumption, ...]:
     """What the figures take for granted, as keys and values a page can translate."""
-    items: list[ServingAssumption] = [("units", {})]
+    items: list[ServingAssumption] = []
+    if shape.approximation is not None:
+        items.append(("approximate", {"model_type": shape.approximation.model_type,
+                                      "fields": ", ".join(shape.approximation.fields)}))
+    items.append(("units", {}))
+    if shape.tower_params:
+        items.append(("tower", {"params": shape.tower_params}))
     if job.runtime == "vllm":
         items += [("vllm", {"version": VLLM_VERSION}), ("vllm_graphs", {})]
     elif job.runtime == "sglang":

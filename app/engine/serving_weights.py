@@ -120,7 +120,8 @@ def weight_bytes(shape: ModelShape, fmt: WeightFormat, tp: int) -> WeightBytes:
             quantised += spec.in_features * spec.copies * spec.layers * GIDX_BYTES / tp
     vocab = (shape.split.embedding + shape.split.lm_head) / tp
     rotary = (shape.max_positions or 0) * shape.head_dim * ROTARY_CACHE_BYTES_PER_POSITION_DIM
-    kept += (vocab + shape.split.norm + shape.split.other / tp) * 2 + rotary
+    tower = shape.tower_params / tp  # a multimodal checkpoint's vision tower, 16-bit
+    kept += (vocab + shape.split.norm + shape.split.other / tp + tower) * 2 + rotary
     return WeightBytes(quantised=int(quantised), sixteen_bit=int(kept))
 
 

@@ -51,11 +51,11 @@ gathered layers, the prefetch and DeepSpeed's gradient bucket are still allocate
 computation happens there. The terms below therefore do not depend on offload.
 
 A gathered layer is counted at 2 bytes per parameter (bf16 weights; 4 for a base kept in
-fp32). For a 4-bit base that is more than the packed NF4 storage QLoRA under FSDP or ZeRO-3
-all-gathers (bf16 ``quant_storage``, about 0.52 byte per parameter): it is kept at 2 because
-the published multi-GPU QLoRA runs (PEFT docs, Answer.AI's FSDP QLoRA;
-tools/calibrate/external/figures.json) lie above the estimate even so, 3-30 %, and no
-measurement yet says which term the difference is; lowering it would widen that gap.
+fp32), and a 4-bit base at its packed NF4 storage (``states.NF4_BITS`` / 8, about 0.52 byte per
+parameter), which is what QLoRA under FSDP or ZeRO-3 all-gathers (bitsandbytes' bf16
+``quant_storage``). Engine 1.4.0 kept 2 bytes there because the published multi-GPU QLoRA
+runs lay above the estimate even so; engine 1.5.0 found that difference in the caching
+allocator's reserve under FSDP (``overhead.FSDP_ALLOCATOR_RESERVE_FRACTION``).
 bitsandbytes' per-matmul dequantised weight is ``estimate``'s ``dequantised`` term.
 """
 

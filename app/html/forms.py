@@ -58,7 +58,7 @@ class FieldError:
     """One message (an English msgid) with named numbers or words to put into it."""
 
     message: str
-    params: Mapping[str, int | str | FieldError] = field(default_factory=dict)
+    params: Mapping[str, int | float | str | FieldError] = field(default_factory=dict)
 
 
 @dataclass

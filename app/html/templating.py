@@ -80,7 +80,7 @@ def _error_text(context: Context, error: FieldError | None) -> str:
     message = i18n.translations(lang).gettext(error.message)
     params = {
         key: (i18n.format_gb(value, lang) if key.endswith("_bytes")
-              else i18n.format_number(value, lang)) if isinstance(value, int)
+              else i18n.format_number(value, lang)) if isinstance(value, int | float)
         else _error_text(context, value) if isinstance(value, FieldError) else value
         for key, value in error.params.items()
     }

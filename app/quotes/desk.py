@@ -161,6 +161,28 @@ def get_sent_quote(session: Session, *, token: str, vat: VatPolicy) -> Quote | N
     return view.quote(row, vat)
 
 
+CUSTOMER = Actor(user_id=None, name="customer (/q/ page)")
+"""Who the audit log names when a customer accepts their quote."""
+
+
+def accept(session: Session, *, token: str) -> str:
+    """The customer accepts their sent, still valid quote on its /q/ page (issue 18, point 14):
+    status accepted, audited in the same transaction; accepting twice changes nothing. Returns
+    the reference. NotFound for an unknown or unsent quote, Conflict once it expired."""
+    row = repository.row_by_token(session, token)
+    if row is None or row.sent_at is None:
+        raise NotFound("no sent quote at this address", field="token")
+    if row.status == "accepted":
+        return row.reference
+    if validity.effective_status(row.status, row.valid_until, validity.today()) != "sent":
+        raise Conflict("this offer has expired", field="quote")
+    before = _snapshot(row)
+    row.status = "accepted"
+    _save(session, row, actor=CUSTOMER, reference=row.reference, action="accept",
+          before=before)
+    return row.reference
+
+
 def _editable(session: Session, reference: str, version: int) -> QuoteRequest:
     row = _row(session, reference)
     if row.version != version:

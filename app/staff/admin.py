@@ -23,7 +23,7 @@ ENTITY_LABELS = {
 }
 ACTION_LABELS = {
     "create": N_("created"), "update": N_("changed"), "import": N_("imported"),
-    "restore": N_("restored"), "send": N_("sent"), "accept": N_("accepted"),
+    "restore": N_("restored"), "send": N_("sent"), "accept": N_("accepted by the customer"),
     "add_line": N_("line added"), "update_line": N_("line changed"),
     "remove_line": N_("line removed"), "mark_spam": N_("marked as spam"),
     "reinstate": N_("reinstated"), "issue": N_("issued"), "revoke": N_("revoked"),

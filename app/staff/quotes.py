@@ -167,8 +167,12 @@ def update_details(request: Request, session: DbSession, principal: Principal,
 @router.post("/{reference}/send")
 def send_quote(request: Request, session: DbSession, principal: Principal, reference: str,
                body: StaffForm) -> Response:
-    """Freeze and send: the customer's /q/ page shows the priced quote from now on."""
-    return _apply(request, session, reference, body.fields, FieldErrors(), lambda: desk.send(
+    """Freeze and send: the customer's /q/ page shows the priced quote from now on. The form's
+    confirmation box must be ticked: sending cannot be undone (issue 18, point 10)."""
+    errors = FieldErrors()
+    if not forms.flag(body.fields, "confirm"):
+        errors.add("confirm", N_("Tick the box to confirm: once sent, the prices are frozen."))
+    return _apply(request, session, reference, body.fields, errors, lambda: desk.send(
         session, actor=actor(principal), reference=reference,
         version=staff_forms.version(body.fields), vat=vat_policy(request)), fallback="lines")
 

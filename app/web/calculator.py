@@ -42,7 +42,8 @@ from app.web.calculator_form import CalculatorInput
 router = APIRouter(include_in_schema=False)
 
 TEMPLATE = "web/calculator.html"
-FRAGMENTS = ("result", "field_errors")
+FRAGMENTS = ("result", "field_errors", "verdict_bar")
+"""htmx gets the result, the field errors and the phone's verdict bar (both out of band)."""
 
 
 def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:

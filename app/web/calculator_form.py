@@ -14,10 +14,10 @@ from urllib.parse import urlencode
 
 from app.catalog import hub
 from app.catalog.hub import HubModel
-from app.engine import EngineError, Job
+from app.engine import Job
 from app.engine import precision as dtypes
 from app.engine.activations import Attention
-from app.engine.sharding import SHARDING_IMPLS, ShardingImpl, checked_impl
+from app.engine.sharding import SHARDING_IMPLS
 from app.engine.states import (
     LORA_TARGET_PRESETS,
     METHODS,
@@ -33,8 +33,9 @@ from app.engine.states import (
     Quant,
     Sharding,
 )
+from app.errors import InvalidInput
 from app.estimates import job_limits
-from app.estimates.service import EstimateRequest, engine_invalid
+from app.estimates.service import EstimateRequest, LibrarySwitches, library_switches
 from app.html import config_errors, forms
 from app.html.forms import N_, FieldErrors
 from app.web import engine_errors
@@ -137,6 +138,7 @@ ENGINE_FIELDS: Final = {
     "sharding": "sharding", "offload": "offload", "attention": "attention", "model": "model",
     "gpu": "gpu", "precision": "precision", "adapter_dtype": "adapter", "base_dtype": "base",
     "framework": "framework", "bnb_version": "bnb", "sharding_impl": "impl",
+    "expandable_segments": "segments",
     "moe_lora": "moe",
 }
 
@@ -173,6 +175,7 @@ class CalculatorInput:
     base: str = ""
     bnb: str = "current"
     impl: str = "deepspeed"
+    segments: bool = DEFAULT_JOB.expandable_segments
     moe: str = DEFAULT_JOB.moe_lora
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
@@ -238,6 +241,8 @@ class CalculatorInput:
             values["bnb"] = self.bnb
         if self.impl != "deepspeed":
             values["impl"] = self.impl
+        if self.segments:
+            values["segments"] = "1"
         if self.moe != DEFAULT_JOB.moe_lora:
             values["moe"] = self.moe
         if self.gpu:
@@ -249,6 +254,7 @@ class CalculatorInput:
         return "/?" + urlencode(self.query())
 
     def job(self) -> Job:
+        switches = self.switches()
         return Job(
             method=cast(Method, self.method),
             optimizer=cast(Optimizer, self.optimizer),
@@ -266,10 +272,16 @@ class CalculatorInput:
             precision=cast(dtypes.Precision, self.precision) if self.precision else None,
             adapter_dtype=cast(dtypes.AdapterDtype, self.adapter) if self.adapter else None,
             base_dtype=cast(dtypes.BaseDtype, self.base) if self.base else None,
-            bnb_saves_inputs=self.bnb == "0.41",
-            sharding_impl=cast(ShardingImpl, self.impl),
+            bnb_saves_inputs=switches.bnb_saves_inputs,
+            sharding_impl=switches.sharding_impl,
+            expandable_segments=self.segments,
             moe_lora=cast(MoeLora, self.moe),
         )
+
+    def switches(self) -> LibrarySwitches:
+        """The bitsandbytes and sharding switches, checked as the API and the CLI check them."""
+        return library_switches(bnb_version=self.bnb, method=self.method,
+                                sharding_impl=self.impl, sharding=self.sharding)
 
     def estimate_request(self) -> EstimateRequest:
         if self.is_custom or self.hub is not None:
@@ -315,6 +327,7 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         base=forms.choice(data, "base", errors, choices=("", *dtypes.BASE_DTYPES), default=""),
         bnb=forms.choice(data, "bnb", errors, choices=dtypes.BNB_VERSIONS, default="current"),
         impl=forms.choice(data, "impl", errors, choices=SHARDING_IMPLS, default="deepspeed"),
+        segments=forms.flag(data, "segments"),
         moe=forms.choice(data, "moe", errors, choices=MOE_LORAS, default=d.moe),
         gpu=data.get("gpu", "").strip()[:64],
     )
@@ -322,14 +335,10 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         calc.config_text = data.get("config", "")
         # the one config.json reader every surface uses, worded as every page words it
         calc.config = config_errors.read(calc.config_text, errors, "config")
-    try:  # the rule every surface shares: 0.41 only for QLoRA
-        dtypes.bnb_saves_inputs(cast(dtypes.BnbVersion, calc.bnb), calc.method)
-    except EngineError as error:
-        engine_errors.add(errors, "bnb", engine_invalid(error))
-    try:  # and fsdp only for ZeRO-3
-        checked_impl(calc.impl, calc.sharding)
-    except EngineError as error:
-        engine_errors.add(errors, "impl", engine_invalid(error))
+    try:  # the rules every surface shares: 0.41 only for QLoRA, fsdp only for ZeRO-3
+        calc.switches()
+    except InvalidInput as error:
+        engine_errors.add(errors, engine_error_field(error.field or ""), error)
     return calc, errors
 
 

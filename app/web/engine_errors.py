@@ -50,7 +50,8 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
                           "choose QLoRA, or the current release."),
     "layer_types_length": N_("%(field)s: expected one entry per layer (%(layers)s)."),
     "layer_type_unknown": N_("%(field)s: %(value)s is not a layer kind we know (%(kinds)s)."),
-    "format_needs_card": N_("%(format)s needs %(needs)s."),
+    "format_needs_card": N_("%(format)s weights do not run there: llama.cpp takes GGUF files "
+                            "or 16-bit weights."),
     "utilization_range": N_("Enter a fraction above 0 and at most 1."),
     "config_not_object": N_("A config.json is a JSON object ({...})."),
     "config_missing": N_("%(field)s is missing from the config.json."),

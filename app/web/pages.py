@@ -26,6 +26,7 @@ ACCURACY_PNG = STATIC_DIR / "img" / "accuracy.png"
 EXTERNAL_JSON = ROOT / "tools" / "calibrate" / "external" / "results.json"
 """Published GPU runs against the engine and fitcheck-llm (tools/calibrate/external/results.py)."""
 ONE_YEAR_S = 365 * 24 * 3600
+FAVICON = STATIC_DIR / "img" / "favicon.svg"
 
 
 TERM_TITLES = {
@@ -55,6 +56,13 @@ HOME = "/"
 def safe_next(target: str) -> str:
     """The return path as a path on this site (app/html/return_paths.py), or HOME."""
     return same_site_path(target) or HOME
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """The site's icon where browsers look for it without a link (issue 18, point 10)."""
+    return Response(FAVICON.read_bytes(), media_type="image/svg+xml",
+                    headers={"Cache-Control": f"public, max-age={ONE_YEAR_S // 365}"})
 
 
 @router.get("/lang/{code}")

@@ -30,7 +30,7 @@ from app.catalog.schemas import Catalog
 from app.config import Settings
 from app.errors import InvalidInput, NotFound
 from app.html import htmx
-from app.html.forms import FieldErrors, FormBody, read_form
+from app.html.forms import N_, FieldErrors, FormBody, read_form
 from app.html.templating import render
 from app.http.session import DbSession
 from app.ops.clients import client_identity
@@ -185,7 +185,8 @@ def _kind(value: str) -> ItemKind:
 
 
 @router.get("/q/{token}", response_class=HTMLResponse)
-def quote_request_page(request: Request, session: DbSession, token: str) -> HTMLResponse:
+def quote_request_page(request: Request, session: DbSession, token: str,
+                       errors: FieldErrors | None = None, status: int = 200) -> HTMLResponse:
     """The customer's permanent page for one request (NotFound renders the 404 page)."""
     record = quotes_service.get_request(session, token=token)
     settings: Settings = request.app.state.settings
@@ -195,6 +196,20 @@ def quote_request_page(request: Request, session: DbSession, token: str) -> HTML
         {"record": record, "shop_url": shop_quote_url(settings, record),
          "item_kind": _kind(record.item_kind),
          "result": record.sizing.get("result", {}), "item_fit": record.sizing.get("item_fit", {}),
-         "countries": dict(quote_form.countries(request.state.lang)), "quote": priced},
+         "countries": dict(quote_form.countries(request.state.lang)), "quote": priced,
+         "errors": (errors or FieldErrors()).messages},
+        status_code=status,
         headers={"Cache-Control": "private, no-store", "X-Robots-Tag": "noindex"},
     )
+
+
+@router.post("/q/{token}/accept")
+def accept_quote(request: Request, session: DbSession, token: str,
+                 body: Annotated[FormBody, Depends(read_form)]) -> Response:
+    """The customer accepts the sent quote; the form's box confirms it (issue 18, point 14)."""
+    if not body.fields.get("confirm"):
+        errors = FieldErrors()
+        errors.add("confirm", N_("Tick the box to accept the quote."))
+        return quote_request_page(request, session, token, errors=errors, status=422)
+    desk.accept(session, token=token)
+    return htmx.redirect(request, f"/q/{token}?accepted=1")

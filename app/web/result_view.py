@@ -101,6 +101,13 @@ ASSUMPTION_LABELS = {
     "loss_chunked": N_("loss: chunked cross-entropy (1,024 tokens at a time)"),
     "overhead": N_("overhead: CUDA context and workspaces plus a fragmentation margin on the "
                    "step's tensors"),
+    "reserve_default": N_("reserved: PyTorch's memory allocator keeps %(percent)s %% of the "
+                          "step's own tensors beyond the live-tensor peak (expandable segments "
+                          "off, PyTorch's default; fitted on 18 published single-GPU runs)"),
+    "reserve_expandable": N_("reserved: with expandable segments PyTorch's memory allocator "
+                             "keeps %(percent)s %% of the step's own tensors beyond the "
+                             "live-tensor peak (not fitted: no published run reports both "
+                             "counters with it)"),
     "lora": N_("LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT's default), 16 bytes "
                "per trained parameter with AdamW"),
     "nf4_dq": N_("4-bit NF4 base with double quantisation"),
@@ -134,6 +141,13 @@ ASSUMPTION_LABELS = {
     "tower": N_("multimodal checkpoint: the language model is sized and trained; its vision "
                 "tower and projector (%(params)s parameters) are loaded beside it, frozen in "
                 "bf16, never adapted"),
+    "tower_lora": N_("LoRA targets the language model only: PEFT's all-linear on the whole "
+                     "multimodal checkpoint adapts the vision tower's linear layers too (about "
+                     "9 million more parameters at rank 16); name the language model's modules "
+                     "to train what is sized here"),
+    "mamba_lora": N_("PEFT refuses all-linear on a Mamba hybrid (it will not adapt a Mamba "
+                     "block's out_proj): all-linear here is every other linear layer, the list "
+                     "to give PEFT"),
     "hybrid_layers": N_("hybrid model: %(mixers)s of its %(layers)s layers are %(kind)s, not "
                         "attention; their activations are those of transformers' PyTorch "
                         "path, measured (the optional flash-linear-attention or mamba_ssm "
@@ -294,6 +308,12 @@ class ResultView:
     """Several GPUs share the states (ZeRO): one GPU holds ``result.model_states_bytes``."""
     warnings: tuple[FieldError, ...]
     assumptions: tuple[FieldError, ...]
+
+    @property
+    def best(self) -> CardRow | SystemRow | None:
+        """The row the verdict names, for the phone's verdict bar (price and quote link)."""
+        rows: tuple[CardRow | SystemRow, ...] = (*self.cards, *self.systems)
+        return next((row for row in rows if row.recommended), None)
 
 
 def quote_url(calc: CalculatorInput, item: str) -> str:

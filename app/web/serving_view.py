@@ -59,7 +59,11 @@ LEVERS: Final = {
     "shorter_context": N_("a context of %(context)s tokens"),
 }
 ASSUMPTIONS: Final = {
+    "approximate": N_("approximate: the model type %(model_type)s is not one we count exactly; "
+                      "it is counted as a Llama-style decoder from %(fields)s"),
     "units": N_("GB = 10⁹ bytes; per GPU"),
+    "tower": N_("multimodal checkpoint: its vision tower (%(params)s parameters) is loaded "
+                "beside the language model in 16-bit"),
     "vllm": N_("vLLM %(version)s as it sizes memory at start-up: the card times its memory "
                "share (0.9) less the weights, the activation peak of its profile run and "
                "runtime memory; the rest holds the KV cache, in blocks of 16 tokens"),

@@ -6,6 +6,8 @@
 //    calculator says so itself: the field's message (data-invalid, in the page's language),
 //    aria-invalid, and the result marked out of date until the value is fixed (issue 18, 1).
 // 3. The language links follow the address htmx pushed, so switching keeps the settings (3).
+// 4. A message marked data-focus ("Saved", a conflict) takes the focus, which scrolls it into
+//    view: a long form's answer is not left at its top while the user is at the bottom (10).
 (function () {
   "use strict";
   function described(field) {
@@ -59,7 +61,14 @@
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     sync(event.detail.target);
   });
+  function focusMessage() {
+    var message = document.querySelector("[data-focus]");
+    if (message && document.activeElement !== message) message.focus();
+  }
   document.addEventListener("htmx:afterSettle", syncAll);
+  document.addEventListener("htmx:afterSettle", focusMessage);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusMessage);
+  else focusMessage();
   document.addEventListener("htmx:pushedIntoHistory", followLocation);
   document.addEventListener("htmx:replacedInHistory", followLocation);
   window.addEventListener("popstate", followLocation);

@@ -101,3 +101,18 @@ def test_a_model_config_file_with_a_sliding_window(tmp_path: Path) -> None:
     doc = json.loads(run.stdout)
     assert doc["kv_cache_bytes_per_token"] == 42 * 2 * 8 * 256 * 2
     assert any("sliding-window" in item for item in doc["assumptions"])
+
+
+def test_an_unknown_model_type_is_sized_approximately(tmp_path: Path) -> None:
+    config = {"model_type": "mystery", "hidden_size": 4096, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 8,
+              "intermediate_size": 14336, "vocab_size": 128256}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    run = sizer("serving", "--model-config", str(path), "--gpu", "h200-nvl", "--format",
+                "json", tmp_path=tmp_path)
+    assert run.code == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["fidelity"] == "approximate"
+    assert doc["assumptions"][0].startswith("approximate: model type 'mystery'")
+    assert doc["kv_cache_bytes_per_token"] == 131_072

@@ -3,10 +3,14 @@ where the base is kept, and when the build gives up with a reason."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
+from tests.web.conftest import client, make_client, seeded  # noqa: F401 (fixtures)
 from tools import image
 
 ONE_LINE = """\
@@ -62,3 +66,43 @@ def test_make_image_says_why_it_cannot_build(
     monkeypatch.setenv("PATH", "/nonexistent")
     assert image.main([]) == 2
     assert "no docker daemon" in capsys.readouterr().err
+
+
+def test_the_build_context_follows_dockerignore() -> None:
+    rules = ["data", "tools", "!tools/kept.json", "**/__pycache__", "docs", "!docs/a.json"]
+    assert image.shipped("app/main.py", rules)
+    assert not image.shipped("data/sizer.db", rules)
+    assert not image.shipped("tools/image.py", rules)
+    assert image.shipped("tools/kept.json", rules)
+    assert not image.shipped("app/web/__pycache__/pages.cpython-311.pyc", rules)
+    assert image.shipped("docs/a.json", rules) and not image.shipped("docs/b.md", rules)
+
+
+# Every file under the checkout that the service opens while serving its pages must travel into
+# the image: "How we calculate" reads results documents under docs/ and tools/ (a page that
+# read one left out answered 500 in the container, twice).
+PAGES = ["/", "/?model=llama-3.1-8b&method=qlora", "/how-we-calculate", "/healthz", "/readyz",
+         "/quote?item=gpu:rtx-pro-6000&model=llama-3.1-8b&method=lora&batch=1&seq=2048"]
+
+
+def test_every_file_the_pages_read_is_in_the_image(client: TestClient) -> None:  # noqa: F811
+    opened: list[Path] = []
+    recording = [True]
+
+    def record(event: str, args: tuple[Any, ...]) -> None:
+        if recording[0] and event == "open" and isinstance(args[0], str | Path):
+            opened.append(Path(args[0]))
+
+    sys.addaudithook(record)  # audit hooks stay for the process: this one records only here
+    try:
+        for page in PAGES:
+            assert client.get(page).status_code == 200, page
+    finally:
+        recording[0] = False
+    checkout = image.ROOT.resolve()
+    read = {path.resolve().relative_to(checkout).as_posix() for path in opened
+            if path.resolve().is_relative_to(checkout)
+            and not path.resolve().is_relative_to(checkout / ".venv")
+            and "__pycache__" not in path.parts}  # bytecode: written here, never shipped
+    assert any(path.startswith("tools/") for path in read)  # the hook saw the documents
+    assert sorted(path for path in read if not image.shipped(path)) == []

@@ -89,3 +89,16 @@ def browser(base_url: str) -> Iterator[object]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+def add_staff_user(tmp_path_factory: pytest.TempPathFactory, email: str, password: str,
+                   name: str) -> None:
+    """An admin in the live server's database (the file under the session's ``e2e`` folder)."""
+    from app.accounts import staff as staff_accounts
+
+    (database,) = sorted(tmp_path_factory.getbasetemp().glob("e2e[0-9]*/sizer.db"))
+    engine = make_engine(f"sqlite:///{database}")
+    with make_session_factory(engine).begin() as session:
+        staff_accounts.create_user(session, email=email, display_name=name,
+                                   password=password, role="admin")
+    engine.dispose()

@@ -192,3 +192,14 @@ def test_a_serving_estimate_does_the_same_work_whatever_the_layer_count() -> Non
 
     assert abs(events(deep) - events(base)) < BRANCH_ALLOWANCE
     assert GIB == 1 << 30
+
+
+def test_a_multimodal_checkpoint_loads_its_vision_tower_too() -> None:
+    from app.engine.approximate import shape_of
+
+    loaded = json.loads((ROOT / "tests/fixtures/hf_configs/gemma-3-27b-it.json").read_text())
+    shape = shape_of(loaded)
+    assert shape.tower_params > 0
+    with_tower = weight_bytes(shape, "bf16", 1)
+    language = (shape.total_params) * 2
+    assert with_tower.total >= language + shape.tower_params * 2

@@ -46,6 +46,14 @@ def _open(client: TestClient, reference: str) -> tuple[str, str]:
     return page.text, hidden(page.text, "version")
 
 
+def add_card_line(client: TestClient, token: str, reference: str) -> None:
+    """One free-text line, 1 x 100 EUR, added through the desk's form."""
+    _, version = _open(client, reference)
+    client.post(f"/staff/quotes/{reference}/lines", data={
+        "csrf_token": token, "version": version, "item_slug": "other:",
+        "description": "Card", "quantity": "1", "unit_price": "100"})
+
+
 def test_list_shows_storefront_requests_and_filters_by_status(
     staff_client: StaffClient, users: SessionFactory
 ) -> None:
@@ -68,7 +76,7 @@ def test_quote_page_shows_the_sizing_snapshot_and_prefills_the_catalog_price(
     request_quote(client)
     text_, _ = _open(client, _reference(users))
     assert "Sizing snapshot" in text_ and "llama-3.1-8b" in text_
-    assert "36.9\u00a0GB" in text_  # total per GPU from the stored sizing
+    assert "39.6\u00a0GB" in text_  # total per GPU from the stored sizing (engine 1.5.0)
     assert 'value="gpu:rtx-pro-6000" selected' in text_
     assert 'id="f-unit_price" name="unit_price" inputmode="decimal" value="8,999.00"' in text_
 
@@ -107,7 +115,8 @@ def test_lines_totals_send_and_the_customers_priced_page(
     assert response.status_code == 303
     _, version = _open(client, reference)
     assert client.post(f"/staff/quotes/{reference}/send",
-                       data={"csrf_token": token, "version": version}).status_code == 303
+                       data={"csrf_token": token, "version": version,
+                             "confirm": "1"}).status_code == 303
     # the catalog price changes afterwards; the sent quote does not
     _price(users, "rtx-pro-6000", "1.00")
     customer = client.get(q_path).text
@@ -189,10 +198,7 @@ def test_reverse_charge_for_an_eu_business_with_a_vat_id(
     client, token = staff_client(SALES)
     request_quote(client, country="AT", vat_id="ATU12345678")
     reference = _reference(users)
-    _, version = _open(client, reference)
-    client.post(f"/staff/quotes/{reference}/lines", data={
-        "csrf_token": token, "version": version, "item_slug": "other:",
-        "description": "Card", "quantity": "1", "unit_price": "100"})
+    add_card_line(client, token, reference)
     page, _ = _open(client, reference)
     assert "reverse charge" in page and 'id="total-gross">€100.00<' in page
 
@@ -203,7 +209,7 @@ def test_sending_needs_a_line(staff_client: StaffClient, users: SessionFactory) 
     reference = _reference(users)
     _, version = _open(client, reference)
     response = client.post(f"/staff/quotes/{reference}/send",
-                           data={"csrf_token": token, "version": version})
+                           data={"csrf_token": token, "version": version, "confirm": "1"})
     assert response.status_code == 422 and "add at least one line" in response.text
 
 
@@ -240,7 +246,8 @@ def test_details_form_rejects_a_bad_date_and_a_sent_quote_can_be_accepted(
         "description": "Card", "quantity": "1", "unit_price": "100"})
     _, version = _open(client, reference)
     assert client.post(f"/staff/quotes/{reference}/send",
-                       data={"csrf_token": token, "version": version}).status_code == 303
+                       data={"csrf_token": token, "version": version,
+                             "confirm": "1"}).status_code == 303
     _, version = _open(client, reference)
     assert client.post(f"/staff/quotes/{reference}", data={
         "csrf_token": token, "version": version, "status": "accepted"}).status_code == 303
@@ -358,3 +365,20 @@ def test_a_sent_quote_cannot_be_marked_as_spam_on_the_desk(
     assert 'id="spam-error"' in response.text and "can&#39;t be marked as spam" in response.text
     with users() as session:
         assert session.scalars(select(QuoteRequest.spam)).one() is False
+
+
+def test_sending_needs_the_confirmation_box(
+    staff_client: Callable[..., tuple[TestClient, str]], users: SessionFactory,
+) -> None:
+    """Issue 18, point 10: "Send quote" freezes prices, so the form asks to confirm first."""
+    client, token = staff_client(SALES)
+    request_quote(client)
+    reference = _reference(users)
+    page, _ = _open(client, reference)
+    assert 'id="f-confirm" name="confirm" type="checkbox" value="1" required' in page
+    add_card_line(client, token, reference)
+    _, version = _open(client, reference)
+    refused = client.post(f"/staff/quotes/{reference}/send",
+                          data={"csrf_token": token, "version": version})
+    assert refused.status_code == 422 and "Tick the box to confirm" in refused.text
+    assert 'id="sent-note"' not in client.get(f"/staff/quotes/{reference}").text

@@ -121,6 +121,41 @@ def test_the_page_says_whose_zero3_buffers_it_assumes(
     assert "ZeRO-3 wie DeepSpeed es ausführt" in german
 
 
+def test_expandable_segments_reach_the_job_and_the_link() -> None:
+    """Advanced offers PyTorch's expandable segments (issue 15, point 4); off stays out of the
+    link."""
+    calc, errors = form.parse({"model": "llama-3.1-8b", "segments": "1"})
+    assert not errors and calc.job().expandable_segments
+    assert "segments=1" in calc.url()
+    calc, errors = form.parse({"model": "llama-3.1-8b"})
+    assert not errors and not calc.job().expandable_segments
+    assert "segments=" not in calc.url()
+
+
+def test_the_page_shows_allocated_and_reserved_in_german(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """Both counters, each from the result the verdict is built on, and the switch offered."""
+    calc, errors = form.parse({"model": "llama-3.1-8b", "method": "lora"})
+    assert not errors
+    body = make_client().get("/", params=calc.query(), headers={"Accept-Language": "de"}).text
+    assert "Belegt je GPU (lebende Tensoren an der Spitze)" in body
+    assert "Von PyTorchs Allokator reserviert, je GPU" in body
+    assert 'id="fig-allocated"' in body and 'id="fig-reserved"' in body
+    assert "Erweiterbare Segmente von PyTorch" in body
+    assert "reserviert: PyTorchs Speicher-Allokator hält 25,5 % der eigenen" in body
+
+
+def test_the_bitsandbytes_and_sharding_checks_are_the_services() -> None:
+    """The page checks the libraries with estimates.service.library_switches, as the API and
+    the CLI do (one rule, one wording): the refusal sits beside the field it names."""
+    _calc, errors = form.parse({"model": "llama-3.1-8b", "method": "full", "bnb": "0.41"})
+    assert set(errors.messages) == {"bnb"}
+    _calc, errors = form.parse({"model": "llama-3.1-8b", "sharding": "zero2", "gpus": "2",
+                                "impl": "fsdp"})
+    assert set(errors.messages) == {"impl"}
+
+
 def test_the_moe_lora_convention_reaches_the_job_and_the_link() -> None:
     """Advanced offers how LoRA adapts the experts (issue 16, point 1); the default, what PEFT
     0.21 builds on transformers 5, stays out of the link."""

@@ -31,6 +31,8 @@ def test_every_figure_says_per_gpu_or_all_gpus(client: TestClient) -> None:
         "Model states, all 8 GPUs together": "fig-states-total",
         "of which adapter, per GPU": "fig-adapter",
         "Activations at the peak, per GPU": "fig-activations",
+        "Allocated per GPU (live tensors at the peak)": "fig-allocated",
+        "Reserved per GPU by PyTorch's allocator": "fig-reserved",
         "Total per GPU": "fig-total",
     }
     one_gpu = figures(client.get("/?model=llama-3.1-8b&method=lora").text)
@@ -137,3 +139,12 @@ def test_cards_show_nominal_and_usable_memory_and_full_names_in_the_chart(
         assert f'<p class="chart-label">{name} <span' in chart
     assert chart.count('class="marker"') == 8
     assert "<text" not in chart, "chart text is HTML, sized like the page's"
+
+
+def test_the_favicon_is_served(client: TestClient) -> None:
+    """Issue 18, point 10: /favicon.ico was a 404."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/svg+xml"
+    assert response.content.startswith(b"<svg")
+    assert '<link rel="icon" href="/favicon.ico"' in client.get("/").text

@@ -18,9 +18,9 @@ from sqlalchemy import update
 from app.db.session import SessionFactory
 from app.db.tables import GpuSku
 
-LORA_8B_BATCH_4 = "/?model=llama-3.1-8b&method=lora&batch=4"
-TIGHT_ON_48GB = "/?model=llama-3.1-8b&method=lora&seq=3584"
-"""0.08 GB free on the RTX PRO 5000 48GB, room to spare on the 72GB."""
+LORA_8B_BATCH_3 = "/?model=llama-3.1-8b&method=lora&batch=3"
+TIGHT_ON_48GB = "/?model=llama-3.1-8b&method=lora&seq=3136"
+"""0.13 GB free on the RTX PRO 5000 48GB (engine 1.5.0), room to spare on the 72GB."""
 
 
 def verdict(body: str) -> str:
@@ -45,7 +45,7 @@ def test_a_priced_card_in_stock_beats_an_unpriced_twin(
     make_client: Callable[..., TestClient], seeded: SessionFactory
 ) -> None:
     price(seeded, "rtx-pro-6000", "8499", "in_stock")
-    body = make_client(default_locale="en").get(LORA_8B_BATCH_4).text
+    body = make_client(default_locale="en").get(LORA_8B_BATCH_3).text
     assert verdict(body).startswith("ok: Fits on 1× NVIDIA RTX PRO 6000 Blackwell Workstation")
     cards = row_ids(body, "card")
     assert cards[0] == ("rtx-pro-6000", "fits recommended")
@@ -55,7 +55,7 @@ def test_a_priced_card_in_stock_beats_an_unpriced_twin(
 def test_rows_are_ranked_best_fit_first_and_the_recommended_one_is_marked(
     client: TestClient,
 ) -> None:
-    body = client.get(LORA_8B_BATCH_4).text
+    body = client.get(LORA_8B_BATCH_3).text
     cards = row_ids(body, "card")
     states = [classes.split()[0] for _, classes in cards]
     assert states == sorted(states, key=["fits", "tight", "nofit"].index)

@@ -62,6 +62,7 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         loss_head="chunked" if body.chunked_loss else "standard",
         fused_optimizer_step=body.fused_optimizer_step,
         activation_offload=body.activation_offload,
+        expandable_segments=body.expandable_segments,
         gradient_accumulation=body.gradient_accumulation,
         precision=body.precision, adapter_dtype=body.adapter_dtype,
         base_dtype=body.base_dtype, framework=body.framework,
@@ -116,6 +117,7 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
         "base": body.base_dtype or "",
         "bnb": body.bnb_version if body.bnb_version != "current" else "",
         "impl": body.sharding_impl if body.sharding_impl != "deepspeed" else "",
+        "segments": "1" if body.expandable_segments else "",
         "moe": body.moe_lora if body.moe_lora != "fused" else "",
     }
     query.update({k: v for k, v in extra.items() if v})

@@ -226,6 +226,9 @@ class EstimateInput(BaseModel):
     chunked_loss: bool = Field(default=False, description="A chunked or fused cross-entropy.")
     fused_optimizer_step: bool = False
     activation_offload: bool = False
+    expandable_segments: bool = Field(
+        default=False, description="PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF="
+        "expandable_segments:True (set by Unsloth and axolotl): a smaller allocator reserve.")
     gradient_accumulation: int = Field(default=1, ge=1,
                                        le=job_limits.MAX_GRADIENT_ACCUMULATION)
     precision: Precision | None = Field(
@@ -336,6 +339,12 @@ class Estimate(_Out):
     model_states_by_accounting: dict[str, int]
     peak_phase: str
     peak_live_bytes: int
+    allocated_bytes: int = Field(description="The step's live-tensor peak, never below the "
+                                 "model states: what torch.cuda.max_memory_allocated shows.")
+    reserved_bytes: int = Field(description="allocated_bytes plus PyTorch's caching allocator "
+                                "reserve: what torch.cuda.max_memory_reserved shows. "
+                                "per_gpu_bytes.total adds the CUDA context (nvidia-smi); the "
+                                "verdict holds that against the card.")
     phases: dict[str, int]
     fits: list[CardFit]
     levers: list[Lever]
@@ -521,6 +530,9 @@ class ServingEstimate(_Out):
 
     engine_version: str = Field(examples=["1.4.0"])
     model_type: str = Field(examples=["llama"])
+    fidelity: Literal["exact", "approximate"] = Field(
+        description="exact, or approximate for a model type counted as a Llama-style decoder "
+        "from its standard fields (the first assumption says which).")
     runtime: str
     params: ServingParams
     kv_cache_bytes_per_token: int = Field(description="Per GPU, every attention layer.")

@@ -22,7 +22,7 @@ from app.db.session import SessionFactory
 from app.web import calculator
 from app.web import calculator_form as form
 
-MATRIX = [
+MATRIX: list[tuple[str, str, dict[str, Any]]] = [
     (model, method, options)
     for model in ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-2b")
     for method in ("full", "lora", "qlora")
@@ -41,6 +41,8 @@ MATRIX = [
     # ZeRO-3 as FSDP FULL_SHARD runs it (issue 15, point 3)
     ("qwen3-8b", "lora", {"batch": 2, "seq": 2048, "gpus": 4, "sharding": "zero3",
                           "impl": "fsdp"}),
+    # PyTorch's allocator with expandable segments (issue 15, point 4)
+    ("llama-3.1-8b", "lora", {"batch": 2, "seq": 2048, "segments": True}),
     # LoRA on a mixture of experts, one adapter per expert (issue 16, point 1)
     ("qwen3-30b-a3b", "lora", {"batch": 1, "seq": 1024, "moe": "per-expert"}),
 ]
@@ -72,11 +74,13 @@ def test_page_cli_and_api_agree(
     optimizer = options.get("optimizer", "adamw")
     gpus, sharding = options.get("gpus", 1), options.get("sharding", "none")
     dtypes = {name: options[name] for name in PRECISION_OPTIONS if name in options}
+    segments = bool(options.get("segments"))
 
     # The page: the view the calculator renders for this shareable query.
     query = {"model": model, "method": method, "batch": str(batch), "seq": str(seq),
              "optimizer": optimizer, "gpus": str(gpus), "sharding": sharding,
-             "ckpt": "1" if ckpt else "0", **dtypes}
+             "ckpt": "1" if ckpt else "0", **({"segments": "1"} if segments else {}),
+             **dtypes}
     calc, errors = form.parse(query)
     with seeded() as session:
         catalog = catalog_service.get_catalog(session, caches.catalog)
@@ -92,13 +96,14 @@ def test_page_cli_and_api_agree(
             "--sharding", sharding, "--format", "json"]
     argv += [part for name, value in dtypes.items() for part in (PRECISION_OPTIONS[name][0],
                                                                   value)]
+    argv += ["--expandable-segments"] if segments else []
     assert sizer([*argv, *(["--gradient-checkpointing"] if ckpt else [])]) == 0
     cli = json.loads(capsys.readouterr().out)
 
     # The API.
     body = {"model": model, "method": method, "batch_size": batch, "seq_len": seq,
             "optimizer": optimizer, "gpus": gpus, "sharding": sharding,
-            "gradient_checkpointing": ckpt,
+            "gradient_checkpointing": ckpt, "expandable_segments": segments,
             **{PRECISION_OPTIONS[name][1]: value for name, value in dtypes.items()}}
     api = client.post("/api/v1/estimates", headers=auth, json=body).json()
 

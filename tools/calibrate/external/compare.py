@@ -10,13 +10,14 @@ Which engine number is compared with which counter:
   at the worst moment of the run. That is what the engine's ``peak_live_bytes`` models (the
   largest phase of the step: weights, optimizer states, gradients, activations, the loss head,
   autocast copies, a gathered ZeRO-3 layer; see ``step_model`` in app/engine/estimate.py). It
-  leaves out the CUDA context and the allocator's margin, which the allocated counter does not
-  see either, so ``per_gpu_bytes.total`` would over-count by about 1 GiB plus 10 % of the
+  leaves out the CUDA context and the allocator's reserve, which the allocated counter does not
+  see either, so ``per_gpu_bytes.total`` would over-count by about 1 GiB plus a quarter of the
   per-step tensors.
-* ``max_memory_reserved``, nvidia-smi / "memory used" screenshots and capacity figures (the
-  longest sequence that fitted a card of a given size) include the caching allocator's reserve
-  and the CUDA context, which is what ``per_gpu_bytes.total`` adds on top of the live peak
-  (``fit.StepModel.totals``: ``max(live, states) + fragmentation + context``). For a capacity
+* ``max_memory_reserved`` includes the caching allocator's reserve, not the CUDA context: the
+  engine's ``reserved_bytes`` (``max(live, states) + reserve``, app/engine/overhead.py).
+* nvidia-smi / "memory used" screenshots and capacity figures (the longest sequence that
+  fitted a card of a given size) include the reserve and the CUDA context, which is what
+  ``per_gpu_bytes.total`` adds on top (``fit.StepModel.totals``). For a capacity
   figure the reported bytes are the card's memory, so the error says how far the engine's
   total at that length lands from the card: below zero the engine would have called a run that
   filled the card smaller than it was (under-sizing).
@@ -60,6 +61,9 @@ CATALOG_CONFIGS = REPO / "app" / "catalog" / "seed" / "models"
 # Counters whose figure is the live-tensor peak (torch's allocated / active statistics); every
 # other counter (reserved, nvidia-smi, card capacity) is compared with the per-GPU total.
 ALLOCATED_COUNTERS = ("max_memory_allocated", "peak memory active", "'Peak Memory per GPU'")
+# Counters of what the caching allocator reserved, without the CUDA context: the engine's
+# ``reserved_bytes`` (engine 1.5.0, app/engine/overhead.py).
+RESERVED_COUNTERS = ("max_memory_reserved",)
 
 GB = 10**9
 
@@ -131,6 +135,8 @@ def to_job(fields: dict[str, Any], precision_mode: str | None = None,
 def compared_figure(counter: str) -> str:
     if counter.startswith(ALLOCATED_COUNTERS):
         return "peak_live_bytes"
+    if counter.startswith(RESERVED_COUNTERS):
+        return "reserved_bytes"
     return "per_gpu_bytes.total"
 
 
@@ -155,8 +161,8 @@ def run_case(figure: dict[str, Any], catalog: dict[str, Path],
                                         figure.get("versions")), (), with_levers=False)
     except EngineError as exc:
         return Case(engine_bytes=None, error=None, failure=f"engine refuses: {exc}", **common)
-    engine = (result.peak_live_bytes if compared == "peak_live_bytes"
-              else result.per_gpu_bytes.total)
+    engine = {"peak_live_bytes": result.peak_live_bytes,
+              "reserved_bytes": result.reserved_bytes}.get(compared, result.per_gpu_bytes.total)
     error = (engine - figure["reported_bytes"]) / figure["reported_bytes"]
     case = Case(engine_bytes=engine, error=error, **common)
     if peer is None:

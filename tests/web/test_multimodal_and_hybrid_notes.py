@@ -1,0 +1,51 @@
+"""The page says what a multimodal checkpoint's tower and a hybrid's non-attention layers do to
+the figures (issue 16, point 1), in German and English."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+
+
+def test_a_multimodal_checkpoint_names_its_frozen_tower(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client()
+    english = client.get("/", params={"model": "gemma-3-4b-it", "method": "lora"},
+                         headers={"Accept-Language": "en"}).text
+    assert "its vision tower and projector (419,816,304 parameters)" in english
+    german = client.get("/", params={"model": "gemma-3-4b-it", "method": "lora"},
+                        headers={"Accept-Language": "de"}).text
+    assert "sein Bildencoder mit Projektor (419.816.304 Parameter)" in german
+
+
+def test_a_hybrid_says_which_layers_are_not_attention(
+    make_client: Callable[..., TestClient],
+) -> None:
+    page = make_client().get("/", params={"model": "nvidia-nemotron-nano-9b-v2",
+                                          "method": "lora"},
+                             headers={"Accept-Language": "en"}).text
+    assert "27 of its 56 layers are Mamba-2, not attention" in page
+    assert "vision tower" not in page
+
+
+def test_lora_on_a_multimodal_checkpoint_says_the_tower_is_not_a_target(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client()
+    german = client.get("/", params={"model": "gemma-3-4b-it", "method": "lora"},
+                        headers={"Accept-Language": "de"}).text
+    assert "PEFTs all-linear auf dem ganzen multimodalen Checkpoint" in german
+    full = client.get("/", params={"model": "gemma-3-4b-it", "method": "full"},
+                      headers={"Accept-Language": "en"}).text
+    assert "whole multimodal checkpoint" not in full
+
+
+def test_lora_on_a_mamba_hybrid_says_peft_refuses_all_linear(
+    make_client: Callable[..., TestClient],
+) -> None:
+    page = make_client().get("/", params={"model": "nvidia-nemotron-nano-9b-v2",
+                                          "method": "lora"},
+                             headers={"Accept-Language": "en"}).text
+    assert "PEFT refuses all-linear on a Mamba hybrid" in page
