@@ -34,7 +34,8 @@ from app.catalog.schemas import (
 )
 from app.config import SEED_DIR
 from app.db.tables import GpuSku, ModelCard, System
-from app.engine.shapes import ShapeError, parse_config
+from app.engine.model_types import parse_config
+from app.engine.shapes import ShapeError
 
 GPU_FACTS: tuple[str, ...] = (
     "name",

@@ -8,7 +8,8 @@ contracts in pyproject.toml and tests/engine/test_purity.py hold it to that.
 from app.engine.approximate import shape_of
 from app.engine.errors import EngineError
 from app.engine.estimate import ENGINE_VERSION, EstimateResult, GpuSpec, Job, estimate
-from app.engine.shapes import ModelShape, parse_config
+from app.engine.model_types import parse_config
+from app.engine.shapes import ModelShape
 
 __all__ = [
     "ENGINE_VERSION",

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
+from app.engine.model_types import parse_config
 from app.engine.shapes import (
     Approximation,
     LinearSpec,
@@ -44,7 +45,6 @@ from app.engine.shapes import (
     _experts_per_token,
     _gated_mlp,
     _separate_attention,
-    parse_config,
 )
 
 STANDARD_FIELDS: Final = (
@@ -72,7 +72,7 @@ are under 30 characters)."""
 def shape_of(config: Mapping[str, object]) -> ModelShape:
     """The exact shape when a builder knows the model type, else :func:`approximate_shape`.
 
-    Every other refusal of :func:`~app.engine.shapes.parse_config` (a missing or bad field of a
+    Every other refusal of :func:`~app.engine.model_types.parse_config` (a missing or bad field of a
     known type, no ``model_type`` at all) stands."""
     try:
         return parse_config(config)

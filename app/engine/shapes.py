@@ -203,39 +203,6 @@ class ModelShape:
         return linear + self.split.norm // max(self.num_layers, 1)
 
 
-SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
-    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3",
-    "mixtral", "gpt2",
-    # arch_dense.py, arch_hybrid.py, arch_multimodal.py (registered at the end of this module)
-    "olmo2", "gemma", "phi", "falcon", "gpt_neox", "qwen3_next", "qwen3_5", "qwen3_5_moe",
-    "nemotron_h", "gemma3", "mistral3", "qwen3_5_text", "qwen3_5_moe_text", "ministral3",
-)
-# Mixture-of-experts and MLA families (app/engine/arch_moe.py).
-MOE_MODEL_TYPES: tuple[str, ...] = (
-    "deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe", "glm4_moe_lite",
-    "glm_moe_dsa", "minimax_m2", "gpt_oss", "llama4", "llama4_text",
-)
-SUPPORTED_MODEL_TYPES += MOE_MODEL_TYPES
-
-
-def parse_config(config: Mapping[str, object]) -> ModelShape:
-    """Turn a Hugging Face ``config.json`` (as a dict) into a :class:`ModelShape`.
-
-    Raises :class:`ShapeError` naming ``model_type`` when it is unknown and the field when one
-    is missing or not a positive integer.
-    """
-    if not isinstance(config, Mapping):
-        raise ShapeError("config", "config_not_object")
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
-        raise ShapeError("model_type", "config_missing")
-    builder = _BUILDERS.get(model_type)
-    if builder is None:
-        raise ShapeError("model_type", "model_type_unsupported", value=f"'{model_type}'",
-                         supported=", ".join(SUPPORTED_MODEL_TYPES))
-    return builder(_Config(config))
-
-
 MAX_LAYERS: Final = 1024
 """Decoder layers. Largest released: 126 (Llama 3.1 405B); GPT-3 175B had 96."""
 MAX_HIDDEN_SIZE: Final = 65_536
@@ -693,40 +660,3 @@ def _gpt2(cfg: _Config) -> ModelShape:
         tied=cfg.flag("tie_word_embeddings", True), extra_embedding=positions * hidden,
         gated_mlp=False, max_positions=positions,
     )
-
-
-def _arch_moe(model_type: str, cfg: _Config) -> ModelShape:
-    """Build with ``arch_moe`` (imported here: that module imports this one)."""
-    from app.engine import arch_moe
-
-    return arch_moe.BUILDERS[model_type](cfg)
-
-
-_BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
-    "llama": lambda cfg: _dense_swiglu(cfg, "llama", biases=_llama_biases),
-    "mistral": lambda cfg: _dense_swiglu(cfg, "mistral", biases=_llama_biases),
-    "qwen2": lambda cfg: _dense_swiglu(cfg, "qwen2", biases=_qwen2_biases),
-    "qwen3": lambda cfg: _dense_swiglu(cfg, "qwen3", biases=_qwen3_biases, qk_norm=True),
-    "qwen3_moe": _qwen3_moe,
-    "gemma2": lambda cfg: _gemma(cfg, "gemma2", qk_norm=False),
-    "gemma3_text": lambda cfg: _gemma(cfg, "gemma3_text", qk_norm=True),
-    "phi3": _phi3,
-    "mixtral": _mixtral,
-    "gpt2": _gpt2,
-    **{model_type: (lambda t: lambda cfg: _arch_moe(t, cfg))(model_type)
-       for model_type in MOE_MODEL_TYPES},
-}
-
-
-# Builders in their own modules (they import this one, so they register last).
-from app.engine import arch_dense, arch_hybrid, arch_multimodal  # noqa: E402
-
-_BUILDERS.update({
-    "olmo2": arch_dense.olmo2, "gemma": arch_dense.gemma, "phi": arch_dense.phi,
-    "falcon": arch_dense.falcon, "gpt_neox": arch_dense.gpt_neox,
-    "qwen3_next": arch_hybrid.qwen3_next, "nemotron_h": arch_hybrid.nemotron_h,
-    "qwen3_5": arch_multimodal.qwen3_5, "qwen3_5_moe": arch_multimodal.qwen3_5_moe,
-    "gemma3": arch_multimodal.gemma3, "mistral3": arch_multimodal.mistral3,
-    "qwen3_5_text": arch_hybrid.qwen3_5_text, "qwen3_5_moe_text": arch_hybrid.qwen3_5_moe_text,
-    "ministral3": lambda cfg: _dense_swiglu(cfg, "ministral3", biases=_no_biases),
-})

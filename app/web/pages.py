@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from app.config import ROOT, STATIC_DIR, Settings
 from app.engine.documentation import TERMS
 from app.engine.estimate import ENGINE_VERSION
-from app.engine.shapes import SUPPORTED_MODEL_TYPES
+from app.engine.model_types import SUPPORTED_MODEL_TYPES
 from app.html.forms import N_
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.shapes import FIELD_BOUNDS, SUPPORTED_MODEL_TYPES
+from app.engine.model_types import SUPPORTED_MODEL_TYPES
+from app.engine.shapes import FIELD_BOUNDS
 
 # The fields each builder reads, besides model_type (see the builders in app/engine/shapes.py).
 _COMMON = (

@@ -8,7 +8,8 @@ import pytest
 
 from app.engine import Job, estimate
 from app.engine.errors import ERROR_TEXTS, EngineError
-from app.engine.shapes import ShapeError, parse_config
+from app.engine.model_types import parse_config
+from app.engine.shapes import ShapeError
 from tests.engine.reference import reference_shape
 from tests.engine.test_validation import BAD_JOBS
 

@@ -12,6 +12,7 @@ import pytest
 
 from app.engine import serving as engine
 from app.engine.errors import EngineError
+from app.engine.model_types import parse_config
 from app.engine.serving import GIB, ServingGpu, ServingJob, serving_estimate
 from app.engine.serving_kv import kv_layout
 from app.engine.serving_weights import (
@@ -21,7 +22,6 @@ from app.engine.serving_weights import (
     active_weight_bytes,
     weight_bytes,
 )
-from app.engine.shapes import parse_config
 from tests.engine.test_config_bounds import BRANCH_ALLOWANCE, engine_line_events
 
 ROOT = Path(__file__).resolve().parents[2]

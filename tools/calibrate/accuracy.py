@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.estimate import ENGINE_VERSION, Job, estimate
-from app.engine.shapes import ModelShape, parse_config
+from app.engine.model_types import parse_config
+from app.engine.shapes import ModelShape
 
 ROOT = Path(__file__).resolve().parents[2]
 GRID_PATH = ROOT / "tools" / "calibrate" / "results" / "cpu-grid.json"
