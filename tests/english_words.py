@@ -16,10 +16,11 @@ ENGLISH = re.compile(
 )
 ALLOWED = re.compile(
     r"(Workstation|Server|Max-Q) Edition|meta-llama/\S+|GB10 Grace Blackwell Superchip"
-    r"|\ball-linear\b",
+    r"|\ball-linear\b|https?://\S+",
     re.I,
 )
-"""Product names and a library's own option value (PEFT's ``all-linear``)."""
+"""Product names, a library's own option value (PEFT's ``all-linear``) and web addresses (a
+quote's link carries a random token such as ``at-AZoH...``, whose ``at`` is no English)."""
 
 
 def visible(body: str) -> str:
