@@ -105,7 +105,9 @@ def test_german_staff_journey(german: Any, desk_user: None, artifacts: Path) -> 
     page.fill("#f-password", PASSWORD)
     check(page, "anmelden", artifacts)
     page.locator("#sign-in button[type=submit]").click()
-    page.wait_for_url(re.compile(r"/staff/quotes$"))
+    # The sign-in URL itself ends in "next=/staff/quotes": anchor on the port so the wait
+    # lasts until htmx's redirect has navigated (CI stop 21 ran axe mid-navigation).
+    page.wait_for_url(re.compile(r":\d+/staff/quotes$"))
     check(page, "angebote", artifacts)
     page.locator(f"a:has-text('{reference.group(0)}')").click()
     page.wait_for_selector("#sizing")
