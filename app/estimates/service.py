@@ -11,7 +11,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar, cast
+from functools import partial
+from typing import Any, Protocol, TypeVar, cast
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, shape_of
@@ -23,6 +24,25 @@ from app.estimates import job_limits
 from app.ops import metrics
 
 _T = TypeVar("_T")
+_Row = TypeVar("_Row")
+
+
+class CachedRequest(Protocol):
+    """What :class:`EstimateCache` keys an answer by: a hashable request (a frozen dataclass,
+    the training :class:`EstimateRequest` or the serving ``ServingRequest``) whose inline
+    config.json, when it has one, keeps it out of the cache."""
+
+    @property
+    def model_config(self) -> Mapping[str, Any] | None: ...
+
+    def __hash__(self) -> int: ...
+
+
+class CustomCardRequest(Protocol):
+    """A request that may hold its job against an ad-hoc card instead of the catalog's."""
+
+    @property
+    def gpu_memory_bytes(self) -> int | None: ...
 
 RESULT_CACHE_SIZE = 512
 """Answers kept per worker, least recently used out first. The engine is deterministic, so the
@@ -41,10 +61,10 @@ class EstimateCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._answers: OrderedDict[tuple[str, int, EstimateRequest], tuple[Catalog, object]] = (
+        self._answers: OrderedDict[tuple[str, int, CachedRequest], tuple[Catalog, object]] = (
             OrderedDict())
 
-    def remembered(self, kind: str, catalog: Catalog, request: EstimateRequest,
+    def remembered(self, kind: str, catalog: Catalog, request: CachedRequest,
                    compute: Callable[[], _T]) -> _T:
         """``compute()``, or what it gave for this request against this very catalog
         snapshot."""
@@ -66,7 +86,7 @@ class EstimateCache:
                 self._answers.popitem(last=False)
         return value
 
-    def knows(self, kind: str, catalog: Catalog, request: EstimateRequest) -> bool:
+    def knows(self, kind: str, catalog: Catalog, request: CachedRequest) -> bool:
         """Whether :meth:`remembered` would answer without computing: what lets an async route
         answer on the event loop and send only a computation to a thread."""
         if request.model_config is not None:
@@ -276,27 +296,39 @@ def sizing(catalog: Catalog, request: EstimateRequest, *, cache: EstimateCache) 
     return Sizing(result=result, systems=systems)
 
 
-def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
+def system_rows(catalog: Catalog, request: CustomCardRequest,
+                fit: Callable[[SystemRecord, GpuRecord], _Row]) -> tuple[_Row, ...]:
+    """``fit(system, its card)`` for every active system whose card the catalog sells, in the
+    catalog's order; none for a job held against an ad-hoc card (``--gpu-memory``). The one
+    loop over systems both workloads size (training here, serving in
+    :mod:`app.estimates.serving`), each with its own way to spread a job over the cards. The
+    engine's refusal names its field (:func:`engine_invalid`)."""
     if request.gpu_memory_bytes is not None:
         return ()
-    shape, _ = resolve_shape(catalog, request)
     gpus = {gpu.slug: gpu for gpu in catalog.gpus}
-    rows: list[SystemFit] = []
+    rows: list[_Row] = []
     for system in catalog.systems:
         gpu = gpus.get(system.gpu_slug)
         if gpu is None:
             continue
-        job = system_job(request.job, system.gpu_count)
         try:
-            fit = engine_estimate(shape, job, [gpu_spec(gpu)], with_levers=False).fits[0]
+            rows.append(fit(system, gpu))
         except EngineError as error:
             raise engine_invalid(error) from error
-        rows.append(
-            SystemFit(
-                system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding,
-                fits=fit.fits, total_bytes_per_gpu=fit.total_bytes,
-                free_bytes_per_gpu=fit.free_bytes, max_batch_size=fit.max_batch_size,
-                warnings=fit.warnings,
-            )
-        )
     return tuple(rows)
+
+
+def _system_fit(shape: ModelShape, request: EstimateRequest, system: SystemRecord,
+                gpu: GpuRecord) -> SystemFit:
+    """The training job on one system: its cards shard the model states (:func:`system_job`)."""
+    job = system_job(request.job, system.gpu_count)
+    found = engine_estimate(shape, job, [gpu_spec(gpu)], with_levers=False).fits[0]
+    return SystemFit(
+        system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding, fits=found.fits,
+        total_bytes_per_gpu=found.total_bytes, free_bytes_per_gpu=found.free_bytes,
+        max_batch_size=found.max_batch_size, warnings=found.warnings)
+
+
+def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
+    shape, _ = resolve_shape(catalog, request)
+    return system_rows(catalog, request, partial(_system_fit, shape, request))

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from app.estimates.service import (
     engine_invalid,
     find_model,
     select_gpus,
+    system_rows,
 )
 
 
@@ -109,14 +111,14 @@ def serving_estimate(catalog: Catalog, request: ServingRequest, *,
                      cache: EstimateCache) -> ServingResult:
     """The serving engine's answer for this request against the catalog's cards (remembered
     in ``cache`` like training estimates)."""
-    return cache.remembered("serving", catalog, request,  # type: ignore[arg-type]
+    return cache.remembered("serving", catalog, request,
                             lambda: _compute(catalog, request))
 
 
 def serving_json(catalog: Catalog, request: ServingRequest, *, cache: EstimateCache) -> bytes:
     """:func:`serving_estimate`'s document as compact UTF-8 JSON (what the API sends)."""
     return cache.remembered(
-        "serving-json", catalog, request,  # type: ignore[arg-type]
+        "serving-json", catalog, request,
         lambda: json.dumps(serving_estimate(catalog, request, cache=cache).to_dict(),
                            separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
@@ -144,29 +146,30 @@ def serving_sizing(catalog: Catalog, request: ServingRequest, *,
     """The serving estimate against every card, and every active system (its cards tensor
     parallel; llama.cpp splits layers instead)."""
     result = serving_estimate(catalog, request, cache=cache)
-    systems = cache.remembered("serving-systems", catalog, request,  # type: ignore[arg-type]
+    systems = cache.remembered("serving-systems", catalog, request,
                                lambda: _system_fits(catalog, request))
     return ServingSizing(result=result, systems=systems)
 
 
+def serving_system_job(job: ServingJob, gpu_count: int) -> ServingJob:
+    """The job on a system's cards: the model split over all of them (tensor parallel;
+    llama.cpp splits layers instead), every other setting as the customer chose it."""
+    return replace(job, gpus=gpu_count)
+
+
+def _system_fit(shape: ModelShape, layout: KvLayout, request: ServingRequest,
+                system: SystemRecord, gpu: GpuRecord) -> ServingSystemFit:
+    """The serving job on one system: the model split over its cards
+    (:func:`serving_system_job`)."""
+    job = serving_system_job(request.job, system.gpu_count)
+    found = engine_serving_estimate(shape, layout, job, [serving_gpu(gpu)],
+                                    with_levers=False).fits[0]
+    return ServingSystemFit(system=system, gpu=gpu, gpus=system.gpu_count, fit=found)
+
+
 def _system_fits(catalog: Catalog, request: ServingRequest) -> tuple[ServingSystemFit, ...]:
-    if request.gpu_memory_bytes is not None:
-        return ()
     shape, layout = resolve_model(catalog, request)
-    gpus = {gpu.slug: gpu for gpu in catalog.gpus}
-    rows: list[ServingSystemFit] = []
-    for system in catalog.systems:
-        gpu = gpus.get(system.gpu_slug)
-        if gpu is None:
-            continue
-        job = replace(request.job, gpus=system.gpu_count)
-        try:
-            fit = engine_serving_estimate(shape, layout, job, [serving_gpu(gpu)],
-                                          with_levers=False).fits[0]
-        except EngineError as error:
-            raise engine_invalid(error) from error
-        rows.append(ServingSystemFit(system=system, gpu=gpu, gpus=system.gpu_count, fit=fit))
-    return tuple(rows)
+    return system_rows(catalog, request, partial(_system_fit, shape, layout, request))
 
 
 @dataclass(frozen=True, slots=True)

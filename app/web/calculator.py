@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from itertools import groupby
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -24,19 +23,18 @@ from app import caches
 from app.catalog import hub
 from app.catalog import search as catalog_search
 from app.catalog import service as catalog_service
-from app.catalog.schemas import Catalog, ModelRecord
-from app.errors import DomainError, InvalidInput, NotFound
+from app.catalog.schemas import Catalog
+from app.errors import DomainError
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateCache
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
 from app.html.fragments import Rendered
-from app.html.templating import render
 from app.http import cached as cached_path
 from app.http.session import DbSession
 from app.ops import metrics
 from app.web import calculator_form as form
-from app.web import engine_errors, result_view
+from app.web import engine_errors, result_view, sizing_page
 from app.web.calculator_form import CalculatorInput
 
 router = APIRouter(include_in_schema=False)
@@ -46,32 +44,18 @@ FRAGMENTS = ("result", "field_errors", "verdict_bar")
 """htmx gets the result, the field errors and the phone's verdict bar (both out of band)."""
 
 
-def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:
-    """Catalog models by family (families and models sorted), filtered by a search text."""
-    chosen = catalog_search.search(models, query)
-    chosen.sort(key=lambda m: (m.family.lower(), m.params_total))
-    return [(family, list(items)) for family, items in groupby(chosen, key=lambda m: m.family)]
-
-
 def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
          cache: EstimateCache) -> tuple[Any, int]:
     """The result view, or None with the status the errors call for (422, or 404); the
     sizing is remembered in ``cache`` (the app's, ``caches.of(request).estimates``)."""
-    if calc.gpu and all(gpu.slug != calc.gpu for gpu in catalog.gpus):
-        errors.add("gpu", N_("No such card in our catalog."))
-    if errors:
-        return None, 404 if "model" in errors.messages or "gpu" in errors.messages else 422
-    model = next((m for m in catalog.models if m.slug == calc.model), None)
-    calc.resolve_checkpointing(model.params_total if model else 0)
-    try:
+    def compute() -> result_view.ResultView:
+        model = next((m for m in catalog.models if m.slug == calc.model), None)
+        calc.resolve_checkpointing(model.params_total if model else 0)
         sizing = estimates_service.sizing(catalog, calc.estimate_request(), cache=cache)
-    except NotFound as exc:
-        errors.add(form.engine_error_field(exc.field), N_("No such model in our catalog."))
-        return None, 404
-    except InvalidInput as exc:
-        engine_errors.add(errors, form.engine_error_field(exc.field), exc)
-        return None, 422
-    return result_view.build(calc, catalog, sizing), 200
+        return result_view.build(calc, catalog, sizing)
+
+    return sizing_page.size(catalog, calc.gpu, errors, compute,
+                            error_field=form.engine_error_field)
 
 
 def choose_hub_model(request: Request, session: Session, catalog: Catalog,
@@ -149,14 +133,10 @@ def sized_page(request: Request, catalog: Catalog, calc: CalculatorInput, errors
                *, status: int | None = None,
                headers: Mapping[str, str] | None = None) -> HTMLResponse:
     """Size against ``catalog`` and render (the whole page, or the fragments for htmx)."""
-    view, computed_status = size(catalog, calc, errors, cache=caches.of(request).estimates)
-    return render(
-        request, TEMPLATE,
-        {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
-         "groups": model_groups(catalog.models), "form": form,
-         "stock_labels": result_view.STOCK_LABELS},
-        blocks=FRAGMENTS, status_code=status or computed_status, headers=headers,
-    )
+    return sizing_page.render_sizing(
+        request, TEMPLATE, calc=calc, errors=errors, catalog=catalog, form=form,
+        sized=size(catalog, calc, errors, cache=caches.of(request).estimates),
+        blocks=FRAGMENTS, status=status, headers=headers)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -194,21 +174,18 @@ def search_models(
     catalog = catalog_service.get_catalog(session, cached.catalog)
     calc = CalculatorInput()
     query = q[:catalog_search.MAX_QUERY_CHARS]
-    groups = model_groups(catalog.models, query)
+    groups = sizing_page.model_groups(catalog.models, query)
     headers = {"HX-Trigger-After-Settle": "models-filtered"}
     if not groups:
-        groups, headers = model_groups(catalog.models), {}
+        groups, headers = sizing_page.model_groups(catalog.models), {}
         if hub.is_repo_id(query.strip()):  # a Hub id: offered, chosen and sized by the form
             calc.model = query.strip()
             headers = {"HX-Trigger-After-Settle": "models-filtered"}
     slugs = [m.slug for _, models in groups for m in models]
     if slugs and not calc.is_repo:
         calc.model = model if model in slugs else slugs[0]
-    view, status = (None, 200) if calc.is_repo else size(catalog, calc, FieldErrors(),
-                                                         cache=cached.estimates)
-    return render(
-        request, TEMPLATE,
-        {"calc": calc, "errors": {}, "view": view, "catalog": catalog, "groups": groups,
-         "form": form, "search": query, "stock_labels": result_view.STOCK_LABELS},
-        blocks=("model_options",), status_code=status, headers=headers,
-    )
+    return sizing_page.render_sizing(
+        request, TEMPLATE, calc=calc, errors=FieldErrors(), catalog=catalog, form=form,
+        sized=(None, 200) if calc.is_repo else size(catalog, calc, FieldErrors(),
+                                                    cache=cached.estimates),
+        blocks=("model_options",), headers=headers, groups=groups, search=query)

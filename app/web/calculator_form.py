@@ -73,6 +73,10 @@ METHOD_CHOICES: Final = {
 """Method and base weights as one choice (issue 18, point 5): a 4-bit base goes with QLoRA
 only, so the page offers no combination the engine refuses. ``method:quant`` where the quant
 is not the method's own (QLoRA's is NF4 with double quantisation, the engine's default)."""
+FIELDS: Final = ("model", "config", "method", "quant", "optimizer", "rank", "targets", "batch",
+                  "seq", "attention", "gpus", "sharding", "offload", "gpu", "framework",
+                  "precision", "adapter", "base", "bnb", "impl", "moe")
+"""Every field that can carry an error (htmx swaps each one's message out of band)."""
 ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "moe", "gpus",
                           "sharding", "impl", "offload", "gpu")
 """The controls in the calculator's "Advanced" section, which opens when one of them is set

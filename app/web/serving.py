@@ -10,7 +10,7 @@ and shared links, as the fine-tuning calculator at ``/`` does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
@@ -19,16 +19,13 @@ from sqlalchemy.orm import Session
 from app import caches
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
-from app.errors import InvalidInput, NotFound
 from app.estimates import serving as serving_service
 from app.estimates.service import EstimateCache
 from app.html import htmx
-from app.html.forms import N_, FieldErrors, FormBody, read_form
-from app.html.templating import render
+from app.html.forms import FieldErrors, FormBody, read_form
 from app.http.session import DbSession
-from app.web import engine_errors, result_view, serving_view
 from app.web import serving_form as form
-from app.web.calculator import model_groups
+from app.web import serving_view, sizing_page
 from app.web.serving_form import ServeInput
 
 router = APIRouter(include_in_schema=False)
@@ -38,21 +35,13 @@ FRAGMENTS = ("result", "field_errors")
 
 
 def size(catalog: Catalog, calc: ServeInput, errors: FieldErrors, *,
-         cache: EstimateCache) -> tuple[Any, int]:
+         cache: EstimateCache) -> tuple[serving_view.ServeView | None, int]:
     """The serve view, or None with the status the errors call for (422, or 404)."""
-    if calc.gpu and all(gpu.slug != calc.gpu for gpu in catalog.gpus):
-        errors.add("gpu", N_("No such card in our catalog."))
-    if errors:
-        return None, 404 if "model" in errors.messages or "gpu" in errors.messages else 422
-    try:
-        sizing = serving_service.serving_sizing(catalog, calc.request(), cache=cache)
-    except NotFound as exc:
-        errors.add(form.engine_error_field(exc.field), N_("No such model in our catalog."))
-        return None, 404
-    except InvalidInput as exc:
-        engine_errors.add(errors, form.engine_error_field(exc.field), exc)
-        return None, 422
-    return serving_view.build(calc, catalog, sizing), 200
+    return sizing_page.size(
+        catalog, calc.gpu, errors,
+        lambda: serving_view.build(
+            calc, catalog, serving_service.serving_sizing(catalog, calc.request(), cache=cache)),
+        error_field=form.engine_error_field)
 
 
 def page(request: Request, session: Session, data: Mapping[str, str], *,
@@ -61,14 +50,10 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
     calc, errors = form.parse(data)
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
-    view, computed_status = size(catalog, calc, errors, cache=cached.estimates)
-    return render(
-        request, TEMPLATE,
-        {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
-         "groups": model_groups(catalog.models), "form": form,
-         "stock_labels": result_view.STOCK_LABELS},
-        blocks=FRAGMENTS, status_code=status or computed_status, headers=headers,
-    )
+    return sizing_page.render_sizing(
+        request, TEMPLATE, calc=calc, errors=errors, catalog=catalog, form=form,
+        sized=size(catalog, calc, errors, cache=cached.estimates),
+        blocks=FRAGMENTS, status=status, headers=headers)
 
 
 @router.get("/serve", response_class=HTMLResponse)
