@@ -80,7 +80,9 @@ from app.engine.states import (
 # both counters (overhead.py), allocated_bytes and reserved_bytes, Job.expandable_segments.
 # 1.6.0: mixture-of-experts and MLA families (arch_moe.py); LoRA on fused experts as PEFT 0.21
 # builds it by default, Job.moe_lora "per-expert" for one adapter per expert (issue 16).
-ENGINE_VERSION = "1.6.0"
+# 1.7.0: serving: vLLM's padding layers of hybrid models (serving_kv.grouped_layers) and the
+# tensor-parallel NCCL memory fitted on 14 vLLM 0.19 logs (1.75 GiB, was 1 GiB) (issue 17).
+ENGINE_VERSION = "1.7.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024

@@ -82,9 +82,13 @@ NON_TORCH_BYTES: Final = 350 * MIB
 """Memory vLLM 0.11 charges as non-torch on one GPU (cuBLAS/attention workspaces after its
 first snapshot; the CUDA context is taken before it and is not charged): 0.35 GiB logged on an
 RTX 3090 for Llama-3.1-8B (vllm-project/vllm#10517)."""
-NCCL_BYTES: Final = 1 * GIB
+NCCL_BYTES: Final = 175 * GIB // 100
 """Added non-torch memory under tensor parallelism (NCCL communicators and vLLM's custom
-all-reduce buffers); field logs range 0.2-1.8 GiB above the single-GPU figure."""
+all-reduce buffers), 1.75 GiB: fitted on the tensor-parallel logs of
+tools/serving/vllm_logs.json (fourteen vLLM 0.19 start-ups on 2 and 4 H100s, logged
+"non-torch forward increase memory" 2.06-2.21 GiB) as their median less :data:`NON_TORCH_BYTES`
+(tests/engine/test_serving_logs.py). The single-GPU runs beside them log 0.24-0.27 GiB, so the
+ranks' communicators cost 1.8-1.9 GiB whatever the model."""
 CUDA_GRAPH_BYTES: Final = 3 * GIB // 4
 """CUDA graphs of the decode batch sizes (51 shapes up to 512 in vLLM 0.11): logged "Graph
 capturing finished ..., took 0.60-1.12 GiB" (L40S, A100, H100 logs in serving-findings.md §1.3
@@ -388,9 +392,17 @@ def _request_bytes(layout: KvLayout, job: ServingJob, batched: int, context: int
                    ) -> int:
     tokens = job.context if context is None else context
     if job.runtime == "llama.cpp":
-        whole = layout.request_bytes(tokens, 1, job.kv_dtype_bytes, batched)
+        whole = layout.request_bytes(tokens, 1, job.kv_dtype_bytes, batched, padded=False)
         return -(-whole // job.gpus)
-    return layout.request_bytes(tokens, job.gpus, job.kv_dtype_bytes, batched)
+    return layout.request_bytes(tokens, job.gpus, job.kv_dtype_bytes, batched,
+                                padded=job.runtime == "vllm")
+
+
+def _pool_per_token(layout: KvLayout, job: ServingJob) -> int:
+    """One token of the pool: vLLM counts a hybrid's padding layers (``grouped_layers``)."""
+    if job.runtime == "vllm":
+        return layout.pool_bytes_per_token(job.gpus, job.kv_dtype_bytes)
+    return _kv_per_token(layout, job)
 
 
 def forward_peak_bytes(shape: ModelShape, tokens: int, tp: int) -> int:
@@ -480,8 +492,7 @@ def _fit(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu,
     """The job on one card."""
     b = _budget(shape, job, gpu, memo)
     capacity = max(0, b.available)
-    per_token = _kv_per_token(layout, job)
-    page = per_token * BLOCK_TOKENS
+    page = _pool_per_token(layout, job) * BLOCK_TOKENS
     tokens = capacity // page * BLOCK_TOKENS if page else 0
     request = _request_bytes(layout, job, b.batched)
     need = request * job.concurrency
@@ -509,9 +520,9 @@ def _longest_context(layout: KvLayout, job: ServingJob, capacity: int, batched: 
                      limit: int) -> int:
     if job.runtime == "llama.cpp":
         return layout.longest_context(capacity * job.gpus, job.concurrency, 1,
-                                      job.kv_dtype_bytes, batched, limit)
+                                      job.kv_dtype_bytes, batched, limit, padded=False)
     return layout.longest_context(capacity, job.concurrency, job.gpus, job.kv_dtype_bytes,
-                                  batched, limit)
+                                  batched, limit, padded=job.runtime == "vllm")
 
 
 def _card_warnings(job: ServingJob, gpu: ServingGpu, b: _Budget, shape: ModelShape

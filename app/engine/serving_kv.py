@@ -71,6 +71,11 @@ KV_FIELD_BOUNDS: Final[Mapping[str, int]] = {
 """Upper bound of every integer this reader takes from a config (the shapes' bounds and the
 attention-layout fields above)."""
 
+GROUP_SIZE_SPREAD: Final = 1.25
+"""vLLM groups a hybrid's layers by the largest kind's count instead of the smallest's when the
+largest is under 1.25 times the smallest (gpt-oss-20b with an EAGLE head: 12 sliding, 13 full),
+to avoid padding (``kv_cache_utils.py``, v0.11.0)."""
+
 GEMMA3_SLIDING_PATTERN: Final = 6
 """Gemma 3's default ``sliding_window_pattern`` (transformers ``Gemma3TextConfig``): five local
 layers, then one global; released configs leave it out."""
@@ -125,39 +130,70 @@ class KvLayout:
         keys and values in every attention layer (full and sliding)."""
         return (self.full_layers + self.sliding_layers) * self.token_layer_bytes(tp, dtype_bytes)
 
-    def state_bytes(self, tp: int) -> int:
+    def state_bytes(self, tp: int, padded: bool = False) -> int:
         """One request's fixed state across the linear-attention/Mamba layers on one GPU, in the
-        model's dtype whatever the KV cache's (vLLM's ``mamba_ssm_cache_dtype`` "auto")."""
-        return self.linear_layers * -(-self.state_elements // tp) * STATE_DTYPE_BYTES
+        model's dtype whatever the KV cache's (vLLM's ``mamba_ssm_cache_dtype`` "auto"); with
+        ``padded``, over vLLM's padding layers too (:meth:`grouped_layers`)."""
+        linear = self.grouped_layers(padded)[2]
+        return linear * -(-self.state_elements // tp) * STATE_DTYPE_BYTES
 
-    def request_bytes(self, context: int, tp: int, dtype_bytes: int, batched_tokens: int) -> int:
+    def grouped_layers(self, padded: bool = True) -> tuple[int, int, int]:
+        """Full, sliding and linear layers as vLLM's hybrid manager lays them out: the layers of
+        each kind are cut into groups of one size, the last group of a kind padded with empty
+        layers that still take their share of every block (``kv_cache_utils.py``
+        ``_get_kv_cache_groups_uniform_page_size``, v0.11.0: "Add N padding layers, may waste at
+        most x% KV cache memory"). The group size is the smallest kind's count, or the largest's
+        when that is under :data:`GROUP_SIZE_SPREAD` times the smallest. Gemma 3 27B's 52 sliding
+        and 10 full layers become 60 and 10 (vLLM 0.19.0 logged 8 padding layers, 15.38 %). A
+        model of one kind is not grouped, nor any model with ``padded`` off (SGLang and llama.cpp
+        keep no such groups)."""
+        counts = (self.full_layers, self.sliding_layers, self.linear_layers)
+        present = [count for count in counts if count]
+        if not padded or len(present) < 2:
+            return counts
+        size = min(present)
+        if max(present) < size * GROUP_SIZE_SPREAD:
+            size = max(present)
+        full, sliding, linear = (_round_up(count, size) for count in counts)
+        return full, sliding, linear
+
+    def pool_bytes_per_token(self, tp: int, dtype_bytes: int) -> int:
+        """What one token of the pool costs on one GPU once the hybrid manager's padding layers
+        are counted (:meth:`grouped_layers`); :meth:`bytes_per_token` without a hybrid's padding."""
+        full, sliding, _ = self.grouped_layers()
+        return (full + sliding) * self.token_layer_bytes(tp, dtype_bytes)
+
+    def request_bytes(self, context: int, tp: int, dtype_bytes: int, batched_tokens: int,
+                      padded: bool = True) -> int:
         """One request of ``context`` tokens, as vLLM's hybrid manager reserves it: full layers
         every token (block-rounded), sliding layers ``min(window - 1 + batched, context)``
-        tokens plus a block, linear layers their fixed state."""
+        tokens plus a block, linear layers their fixed state; each kind over its padded layer
+        count (:meth:`grouped_layers`)."""
+        full, sliding, _ = self.grouped_layers(padded)
         per_layer = self.token_layer_bytes(tp, dtype_bytes)
         full_tokens = _round_up(context, BLOCK_TOKENS)
         kept = min(self.window - 1 + batched_tokens, context) if self.sliding_layers else 0
         sliding_tokens = _round_up(kept, BLOCK_TOKENS) + BLOCK_TOKENS if kept else 0
-        return (self.full_layers * full_tokens * per_layer
-                + self.sliding_layers * sliding_tokens * per_layer
-                + self.state_bytes(tp))
+        return (full * full_tokens * per_layer + sliding * sliding_tokens * per_layer
+                + self.state_bytes(tp, padded))
 
     def longest_context(self, capacity_bytes: int, concurrency: int, tp: int, dtype_bytes: int,
-                        batched_tokens: int, limit: int) -> int:
+                        batched_tokens: int, limit: int, padded: bool = True) -> int:
         """The longest context (a multiple of the block, at most ``limit``) that ``concurrency``
         requests can each hold in ``capacity_bytes``: closed form for the full layers, the
         sliding layers at their cap (exact once the context passes the window)."""
         per_request = capacity_bytes // max(concurrency, 1)
-        if self.request_bytes(BLOCK_TOKENS, tp, dtype_bytes, batched_tokens) > per_request:
+        if self.request_bytes(BLOCK_TOKENS, tp, dtype_bytes, batched_tokens, padded) > per_request:
             return 0
-        if self.request_bytes(limit, tp, dtype_bytes, batched_tokens) <= per_request:
+        if self.request_bytes(limit, tp, dtype_bytes, batched_tokens, padded) <= per_request:
             return limit
+        full, sliding, _ = self.grouped_layers(padded)
         per_layer = self.token_layer_bytes(tp, dtype_bytes)
-        fixed = self.state_bytes(tp)
-        if self.sliding_layers:
+        fixed = self.state_bytes(tp, padded)
+        if sliding:
             cap = _round_up(self.window - 1 + batched_tokens, BLOCK_TOKENS) + BLOCK_TOKENS
-            fixed += self.sliding_layers * cap * per_layer
-        full_cost = self.full_layers * per_layer
+            fixed += sliding * cap * per_layer
+        full_cost = full * per_layer
         if full_cost == 0:
             return limit
         tokens = (per_request - fixed) // full_cost // BLOCK_TOKENS * BLOCK_TOKENS

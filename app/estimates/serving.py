@@ -280,6 +280,8 @@ class LogCase:
     gpu: str
     logged_weights_gib: float | None
     weights_gib: float | None
+    weights_note: str | None
+    """Why the weights are not held to the log (``weights_check_skipped``), else None."""
     logged_pool_gib: float | None
     pool_gib: float | None
     """The engine's KV pool, where the log prints the card's total (else None)."""
@@ -321,6 +323,7 @@ def log_cases(path: Path = VLLM_LOGS) -> tuple[LogCase, ...]:
             logged_weights_gib=logged["weights_gib"],
             weights_gib=(round(weight_bytes(shape, job.weights, job.gpus).total / 2**30, 2)
                          if logged["weights_gib"] is not None else None),
+            weights_note=item.get("weights_check_skipped"),
             logged_pool_gib=logged["available_kv_gib"],
             pool_gib=round(pool / 2**30, 2) if pool is not None else None,
             logged_concurrency=logged["max_concurrency"],

@@ -81,8 +81,35 @@ def test_gemma3_keeps_one_global_layer_in_six() -> None:
     layout = kv_layout(GEMMA3_27B)
     assert (layout.full_layers, layout.sliding_layers) == (10, 52)
     per_layer = 2 * 16 * 128 * 2
-    long_request = layout.request_bytes(131_072, 1, 2, 2048)
+    long_request = layout.request_bytes(131_072, 1, 2, 2048, padded=False)
     assert long_request == 10 * 131_072 * per_layer + 52 * (3072 + BLOCK_TOKENS) * per_layer
+
+
+def test_vllm_pads_the_sliding_layers_to_whole_groups() -> None:
+    """vLLM groups Gemma 3 27B's layers ten at a time (its 10 global layers); the 52 sliding
+    ones fill six groups, 8 of them padding that a request still pays for ("Add 8 padding
+    layers, may waste at most 15.38% KV cache memory", vLLM 0.19.0 in
+    tools/serving/vllm_logs.json). The model's own cost per token counts no padding."""
+    layout = kv_layout(GEMMA3_27B)
+    per_layer = 2 * 16 * 128 * 2
+    assert layout.grouped_layers() == (10, 60, 0)
+    assert layout.grouped_layers(padded=False) == (10, 52, 0)
+    assert layout.request_bytes(131_072, 1, 2, 2048) == (
+        10 * 131_072 * per_layer + 60 * (3072 + BLOCK_TOKENS) * per_layer)
+    assert layout.pool_bytes_per_token(1, 2) == 70 * per_layer
+    assert layout.bytes_per_token(1, 2) == 62 * per_layer
+
+
+@pytest.mark.parametrize(("full", "sliding", "grouped"), [
+    (12, 12, (12, 12)),   # gpt-oss-20b: one group each, nothing padded
+    (13, 12, (13, 13)),   # within 1.25 times: the larger count sets the group, one pad
+    (5, 29, (5, 30)),     # Gemma 3 4B: one pad ("Add 1 padding layers ... 3.45%")
+    (12, 36, (12, 36)),   # Llama 4 Scout: three chunked groups per global one
+])
+def test_group_size_follows_vllm(full: int, sliding: int, grouped: tuple[int, int]) -> None:
+    config = {**GEMMA3_27B, "num_hidden_layers": full + sliding,
+              "layer_types": ["full_attention"] * full + ["sliding_attention"] * sliding}
+    assert kv_layout(config).grouped_layers()[:2] == grouped
 
 
 def test_layer_types_list_decides_over_patterns() -> None:
