@@ -124,20 +124,38 @@ logits (attention scores are chunked by flash attention)."""
 
 DECODE_EFFICIENCY: Final = 0.83
 """Fraction of the card's memory bandwidth a decode step achieves, calibrated on published
-single-stream measurements (median of tools/serving/decode_measurements.json, each case's
-error on the "How we calculate" page; tests/engine/test_serving_speed.py)."""
-DECODE_LAYER_OVERHEAD_S: Final = 20e-6
+single-stream measurements (median of tools/serving/decode_measurements.json at
+:data:`DECODE_LAYER_OVERHEAD_S`, each case's error on the "How we calculate" page;
+tests/engine/test_serving_speed.py)."""
+DECODE_LAYER_OVERHEAD_S: Final = 27e-6
 """Fixed time per decoder layer and step that no bandwidth buys back: some eight kernels
 (norms, projections, attention, activation) that each take a few microseconds however little
-they read, even replayed from a CUDA graph. An assumption, in the fixed-overhead form
-canirunthisllm documents (https://canirunthisllm.com/methodology/); it is what keeps a small
-model's, or a tensor-parallel MoE's, single-stream speed from growing without limit."""
-TP_ALLREDUCE_S: Final = 10e-6
-"""Latency of one all-reduce of a decode step's hidden state across tensor-parallel GPUs
-(vLLM's custom all-reduce over NVLink or PCIe, two per layer); an assumption."""
+they read, even replayed from a CUDA graph (the fixed-overhead form canirunthisllm documents,
+https://canirunthisllm.com/methodology/). Fitted with :data:`DECODE_EFFICIENCY` on the 15
+published single-stream measurements of tools/serving/decode_measurements.json: the median
+of the per-layer times that reproduce each measurement at the factor, the factor the median
+at this time (a fixed point; tests/engine/test_serving_speed.py). It was an assumed 20 us;
+on the 15 measurements the fit moves the median error from 5.9 % to 3.7 % (the largest from
+46 % to 40 %), on the six held before from 3.8 % to 3.5 % (the largest from 22 % to 18 %). The
+per-case times spread widely (from -73 to +106 us): llama.cpp's small models on an RTX 2080
+lose more time per token than their layers explain (sampling and the prompt, which llmfit's
+bench counts), vLLM on an RTX 4090 less, so the form is coarse below 3B parameters."""
+TP_ALLREDUCE_S: Final = 3.5e-6
+"""Latency of one all-reduce of a decode step's hidden state across tensor-parallel GPUs (two
+per layer): 3.5 us, the median of NVIDIA's aiconfigurator measurements of the custom
+all-reduce on H100 80GB HBM3 at 2 and 4 GPUs for messages of 2,048 to 16,384 fp16 elements,
+one to a few decode tokens' hidden state (tools/serving/allreduce_measurements.json, 3.2-3.8 us;
+tests/engine/test_serving_speed.py). It was an assumed 10 us. NVLink figures: cards that talk
+over PCIe (L40S, RTX PRO) take longer, and no published figure for them was found, so there it
+remains an assumption."""
 PREFILL_MFU: Final = 0.5
 """Model FLOPs utilisation of a prefill (compute-bound, 2 FLOPs per active parameter and
-token), an assumption: large-batch GEMMs on H100/Blackwell reach 50-70 % of peak."""
+token). Still an assumption (large-batch GEMMs on H100/Blackwell reach 50-70 % of peak): the
+published prompt speeds found are llama.cpp's, whose quantised prompt kernels run on int8
+tensor cores (an RTX 3080's 3,807 tokens/s on Llama 3.1 8B Q4_K_M is 61 TFLOPS, above its
+16-bit peak, dmatora/LLM-inference-speed-benchmarks#12), so they cannot fit a fraction of the
+16-bit peak; no vLLM or SGLang time to first token at one user with its card, model and
+prompt length stated was found to fit it on."""
 
 MAX_CONTEXT: Final = 1 << 24
 MAX_CONCURRENCY: Final = 65_536

@@ -236,6 +236,8 @@ class DecodeCase:
     predicted_tokens_per_s: float
     implied_efficiency: float
     """The efficiency factor that would reproduce the measurement exactly."""
+    implied_layer_seconds: float
+    """The fixed time per layer that would reproduce it exactly at ``DECODE_EFFICIENCY``."""
 
     @property
     def error(self) -> float:
@@ -259,11 +261,13 @@ def decode_cases(path: Path = DECODE_MEASUREMENTS) -> tuple[DecodeCase, ...]:
         measured_seconds = 1 / item["tokens_per_s"]
         implied = step.bytes_read / ((measured_seconds - step.fixed_seconds)
                                      * item["bandwidth_gbps"] * 1e9)
+        streaming = step.bytes_read / (item["bandwidth_gbps"] * 1e9 * DECODE_EFFICIENCY)
         cases.append(DecodeCase(
             id=item["id"], source=item["source"], card=item["card"], runtime=item["runtime"],
             model=item["model"], format=item["format"],
             measured_tokens_per_s=item["tokens_per_s"],
-            predicted_tokens_per_s=round(predicted, 2), implied_efficiency=implied))
+            predicted_tokens_per_s=round(predicted, 2), implied_efficiency=implied,
+            implied_layer_seconds=(measured_seconds - streaming) / shape.num_layers))
     return tuple(cases)
 
 
