@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engine import activations, capabilities, overhead, states
+from app.engine import activations, capabilities, overhead, sharding, states
 from app.engine import activations_hybrid as _hybrid
 from app.engine.estimate import ENGINE_VERSION
 
@@ -92,10 +92,20 @@ TERMS: tuple[Term, ...] = (
     Term(
         "sharding", "Several GPUs",
         "ZeRO-1 divides optimizer states by the number of GPUs, ZeRO-2 also gradients, ZeRO-3 "
-        "(FSDP full shard) also parameters, plus one gathered decoder layer (bf16) per GPU; "
-        "offload moves optimizer states (and with ZeRO-3 parameters) to CPU memory",
+        "(FSDP full shard) also parameters; beyond the shards each GPU holds the gathered "
+        "layers (DeepSpeed: the computing layer, a prefetch of "
+        f"{sharding.DS_PREFETCH_BUCKET_SIZE:.0e} parameters and a "
+        f"{sharding.DS_REDUCE_BUCKET_SIZE:.0e}-element gradient bucket; FSDP: "
+        f"{sharding.FSDP_LIVE_UNITS} decoder layers plus its root unit, the embeddings, final "
+        "norm and lm_head, whole in bf16 from the forward to the end of the backward), an fp32 "
+        "base gathered in bf16 under FSDP's mixed precision, and bitsandbytes' 4-bit "
+        "quantisation statistics whole (they are no parameters); offload moves optimizer "
+        "states (and with ZeRO-3 parameters) to CPU memory, FSDP's pure-bf16 offload keeps a GPU "
+        "copy of each gathered shard",
         "ZeRO, arXiv 1910.02054, section 5; ZeRO-Offload, arXiv 2101.06840; ZeRO-Infinity, "
-        "arXiv 2104.07857; PyTorch FSDP docs", "app/engine/states.py",
+        "arXiv 2104.07857; DeepSpeedZeroConfig defaults; PyTorch FSDP _runtime_utils "
+        "(_post_forward_reshard keeps the root) and FlatParamHandle; fsdp_qlora train.py "
+        "(quant_state is not synced by FSDP)", "app/engine/states.py, app/engine/sharding.py",
     ),
     Term(
         "layer-activations", "Activations per decoder layer",

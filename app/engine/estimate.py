@@ -42,7 +42,13 @@ from app.engine.precision import (
     resolve,
 )
 from app.engine.shapes import ModelShape
-from app.engine.sharding import SHARDING_IMPLS, ShardingImpl, sharded_extras
+from app.engine.sharding import (
+    SHARDING_IMPLS,
+    ShardingImpl,
+    fsdp_root_params,
+    sharded_extras,
+    unsharded_quant_state,
+)
 from app.engine.states import (
     ACCOUNTINGS,
     METHODS,
@@ -63,6 +69,7 @@ from app.engine.states import (
     Sharding,
     kbit_prepared,
     lora_target_specs,
+    quant_state_bytes,
     shard_states,
     single_gpu_states,
 )
@@ -84,7 +91,11 @@ from app.engine.states import (
 # tensor-parallel NCCL memory fitted on 14 vLLM 0.19 logs (1.75 GiB, was 1 GiB) (issue 17).
 # 1.8.0: serving decode: the per-layer time fitted on 15 published measurements (27 us, was
 # 20) and the tensor-parallel all-reduce on measured H100 latencies (3.5 us, was 10) (issue 17).
-ENGINE_VERSION = "1.8.0"
+# 1.9.0: FSDP's root unit held whole through forward and backward, a GPU copy of each gathered
+# shard under FSDP CPU offload, an fp32 base gathered in bf16 by FSDP's mixed precision, and
+# 4-bit quantisation statistics whole on every sharded card (sharding.py); the assumptions
+# name the FSDP reserve fraction the total carries (issue 15).
+ENGINE_VERSION = "1.9.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024
@@ -463,20 +474,34 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     gradients = states.gradients_bytes + states.adapter_grad_bytes
     held_gradients = gradients if job.gradient_accumulation > 1 else 0
 
-    # ZeRO-3/FSDP: the gathered layer(s) while computing, and DeepSpeed's gradient bucket
-    # for the whole run (sharding.py, with the defaults' sources).
+    # ZeRO-3/FSDP: the gathered layer(s) while computing (FSDP: and its root unit), and
+    # DeepSpeed's gradient bucket for the whole run (sharding.py, with the sources).
+    offload_params = job.offload == "optimizer+params"
     extras = sharded_extras(shape, job.sharding_impl, gpus=weight_shards,
-                            weight_bytes_per_param=_stored_bytes_per_param(job))
+                            weight_bytes_per_param=_stored_bytes_per_param(job),
+                            offload_params=offload_params,
+                            mixed_precision=dtypes.precision == "amp")
     static += extras.buffers
+    # bitsandbytes' quantisation statistics are no parameters: whole on every card
+    # (sharding.py). torchtune quantises with torchao's NF4Tensor instead, whose scalers are
+    # inner tensors sharded with the data (torchao/dtypes/nf4tensor.py,
+    # _INNER_TENSOR_NAMES_FOR_SHARDING).
+    whole_stats = unsharded_quant_state(
+        quant_state_bytes(shape, job.effective_quant), gpus=weight_shards,
+        offload_params=offload_params) if job.method == "qlora" \
+        and job.framework != "torchtune" else 0
+    static += whole_stats
     gathered = extras.gathered
     gathered_grads = 0
     if zero3 and job.method == "full":
         gathered_grads = (4 if job.accounting == "hf" else 2) * shape.largest_layer_params()
     dequantised = 0
-    if job.method == "qlora" or (job.method == "lora" and dtypes.base_dtype == "fp32"):
+    if job.method == "qlora" or (job.method == "lora" and dtypes.base_dtype == "fp32"
+                                 and not _fsdp_gathers_bf16(job)):
         # bitsandbytes dequantises one 4-bit weight to bf16 for each matmul; autocast casts a
         # frozen fp32 weight to bf16 for each matmul likewise (it caches only weights that
-        # require grad), one layer at a time.
+        # require grad), one layer at a time. FSDP's mixed precision gathers such a base in
+        # bf16 already (sharding.py), leaving autocast nothing to cast.
         dequantised = 2 * max(s.in_features * s.out_features for s in shape.linears)
 
     fwd_fixed = copies + held_gradients + gathered + dequantised
@@ -505,19 +530,31 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     transient_copies = states.weights_bytes - states.weights_bytes * 4 // 6 if hf_full else 0
     return StepModel(
         moments=moments,
-        model_states_bytes=states.total_bytes - transient_copies,
+        model_states_bytes=states.total_bytes - transient_copies + whole_stats,
         fixed_overhead_bytes=fixed_overhead_bytes(job.gpus),
         reserve_fraction=reserve_fraction(
-            expandable_segments=job.expandable_segments,
-            fsdp=job.sharding == "zero3" and job.sharding_impl == "fsdp" and job.gpus > 1),
+            expandable_segments=job.expandable_segments, fsdp=_fsdp_sharded(job)),
     )
 
 
+def _fsdp_sharded(job: Job) -> bool:
+    """Whether PyTorch FSDP (FULL_SHARD) shards the job over more than one card."""
+    return job.sharding == "zero3" and job.sharding_impl == "fsdp" and job.gpus > 1
+
+
+def _fsdp_gathers_bf16(job: Job) -> bool:
+    """A LoRA base loaded in fp32 and sharded by FSDP: its mixed precision casts each shard to
+    bf16 before the all-gather (sharding.py), so the gathered layers are bf16."""
+    return _fsdp_sharded(job) and job.method == "lora" \
+        and job.training_precision.base_dtype == "fp32"
+
+
 def _stored_bytes_per_param(job: Job) -> float:
-    """Bytes per base parameter of a gathered ZeRO-3/FSDP layer: 4 for a base kept in fp32,
-    the packed NF4 storage for a 4-bit base (sharding.py), else bf16's 2."""
+    """Bytes per base parameter of a gathered ZeRO-3/FSDP layer: 4 for a base kept in fp32
+    (2 where FSDP's mixed precision gathers it in bf16), the packed NF4 storage for a 4-bit
+    base (sharding.py), else bf16's 2."""
     if job.method == "lora" and job.training_precision.base_dtype == "fp32":
-        return 4
+        return 2 if _fsdp_gathers_bf16(job) else 4
     if job.method == "qlora":
         return NF4_BITS[job.effective_quant] / 8
     return 2
@@ -804,6 +841,9 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "reserve_default": "reserved: PyTorch's caching allocator reserves %(percent)s %% of the "
     "step's own tensors beyond the live-tensor peak (expandable segments off, PyTorch's "
     "default; fitted on 18 published single-GPU runs that report both counters)",
+    "reserve_fsdp": "reserved: under FSDP PyTorch's caching allocator reserves %(percent)s %% of "
+    "the step's own tensors beyond the live-tensor peak (expandable segments off; fitted on 27 "
+    "published FSDP runs that report both counters)",
     "reserve_expandable": "reserved: with expandable segments the caching allocator reserves "
     "%(percent)s %% of the step's own tensors beyond the live-tensor peak (not fitted: no "
     "published run reports both counters with it)",
@@ -838,6 +878,14 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "elements, held all run) and prefetch beside the gathered layer on each GPU",
     "sharded_fsdp": "ZeRO-3 as PyTorch FSDP FULL_SHARD runs it: the computing layer and the "
     "prefetched next one gathered on each GPU, no standing gradient bucket",
+    "fsdp_root": "FSDP's root unit (embeddings, final norm and lm_head, %(params)s parameters) "
+    "is not resharded after the forward: each GPU holds it whole, in bf16, until the end of the "
+    "backward",
+    "fsdp_base_bf16": "the fp32 base is gathered in bf16 by FSDP's mixed precision (Accelerate's "
+    "MixedPrecision(param_dtype=bfloat16)), so no layer is cast again for its matmul",
+    "qlora_stats_whole": "bitsandbytes keeps the 4-bit quantisation statistics (absmax) outside "
+    "the parameters, so FSDP and ZeRO-3 do not shard them: every GPU holds them whole, "
+    "%(stats_bytes)s bytes",
     "precision_amp": "training precision: mixed (amp), fp32 master weights with bf16 autocast, "
     "as the Hugging Face Trainer's bf16=True",
     "precision_bf16": "training precision: pure bf16, weights, gradients and optimizer states in "
@@ -916,14 +964,29 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     if job.gpus > 1:
         items.append(("gpus", {"gpus": job.gpus, "sharding": job.sharding}))
         if job.sharding == "zero3":  # whose buffers sharding.py added (one card adds none)
-            items.append((f"sharded_{job.sharding_impl}", {}))
+            items += _sharded_items(shape, job)
     return tuple(items)
+
+
+def _sharded_items(shape: ModelShape, job: Job) -> list[Assumption]:
+    """What ZeRO-3 or FSDP adds beyond the shards on more than one card (sharding.py)."""
+    items: list[Assumption] = [(f"sharded_{job.sharding_impl}", {})]
+    if job.sharding_impl == "fsdp":
+        items.append(("fsdp_root", {"params": fsdp_root_params(shape)}))
+        if _fsdp_gathers_bf16(job):
+            items.append(("fsdp_base_bf16", {}))
+    if job.method == "qlora" and job.framework != "torchtune":
+        items.append(("qlora_stats_whole",
+                      {"stats_bytes": quant_state_bytes(shape, job.effective_quant)}))
+    return items
 
 
 def _reserve_item(job: Job) -> Assumption:
     """Which allocator reserve the total carries (overhead.reserve_fraction)."""
-    fraction = reserve_fraction(expandable_segments=job.expandable_segments)
-    key = "reserve_expandable" if job.expandable_segments else "reserve_default"
+    fsdp = _fsdp_sharded(job)
+    fraction = reserve_fraction(expandable_segments=job.expandable_segments, fsdp=fsdp)
+    key = ("reserve_expandable" if job.expandable_segments
+           else "reserve_fsdp" if fsdp else "reserve_default")
     return key, {"percent": round(100 * fraction, 1)}
 
 

@@ -57,6 +57,42 @@ parameter), which is what QLoRA under FSDP or ZeRO-3 all-gathers (bitsandbytes' 
 runs lay above the estimate even so; engine 1.5.0 found that difference in the caching
 allocator's reserve under FSDP (``overhead.FSDP_ALLOCATOR_RESERVE_FRACTION``).
 bitsandbytes' per-matmul dequantised weight is ``estimate``'s ``dequantised`` term.
+
+Engine 1.7.0 adds what the published FSDP runs showed beyond the decoder layers (Answer.AI's
+fsdp_qlora ``benchmarks_03_2024.md``: the engine matched their allocated peak only with it):
+
+* **FSDP's root unit.** The transformer auto-wrap policy (Accelerate's
+  ``TRANSFORMER_BASED_WRAP``, PEFT's ``fsdp_auto_wrap_policy``, fsdp_qlora's
+  ``get_wrapping_policy``, llama-recipes, LitGPT's ``Block`` policy) wraps each decoder layer;
+  what is left, the embeddings, the final norm and lm_head, belongs to the root unit. FSDP1
+  does not reshard the root after the forward (``_runtime_utils._post_forward_reshard``: "Do
+  not free the root's parameters in the post-forward for ``FULL_SHARD`` with the intention
+  that they are immediately used for backward computation", PyTorch 2.0 on), and FSDP2 sets
+  the root's ``reshard_after_forward`` to False for the same reason. Frozen (LoRA, QLoRA), the
+  root gets no post-backward hook: its inputs (token ids) need no gradient, so
+  ``_register_post_backward_reshard_only_hook`` finds nothing to hook, and the final callback
+  (``_catch_all_reshard``) frees it at the end of the backward; trained, its post-backward
+  hook fires with the embedding's gradient, which is the last the backward computes. Either
+  way the root is whole, beside its shard, from its forward to the end of the backward:
+  :func:`fsdp_root_params` at :data:`HALF_BYTES` (the embeddings are never 4-bit; under amp
+  Accelerate's ``MixedPrecision(param_dtype=bfloat16)`` gathers them in bf16). torchtune's
+  70B and 405B configs shard ``tok_embeddings`` and ``output`` as units of their own
+  (``custom_sharded_layers``), which this term does not model.
+* **Mixed precision.** Under ``MixedPrecision(param_dtype=bfloat16)`` (what Accelerate sets
+  for ``mixed_precision: bf16``) FSDP casts an fp32 shard to bf16 before the all-gather
+  (``FlatParamHandle._use_low_precision_shard``), so a base loaded in fp32 is gathered at 2
+  bytes per parameter and autocast has no fp32 weight left to cast.
+* **CPU offload.** With ``CPUOffload(offload_params=True)`` and no mixed precision (pure
+  bf16, as fsdp_qlora trains) FSDP1 copies a unit's shard to the GPU before the all-gather
+  (``FlatParamHandle.pre_unshard``: ``flat_param_to(self.device)``) and moves it back only when
+  the unit reshards: each gathered unit also holds its shard's GPU copy, 1/N of it. Under
+  mixed precision the GPU copy is the low-precision shard, freed right after the all-gather
+  (``post_unshard``: ``_free_low_precision_sharded_param``), so nothing stays.
+* **4-bit quantisation statistics.** bitsandbytes keeps each 4-bit weight's absmax (and, with
+  double quantisation, its second-level statistics) in a ``QuantState`` object, not as a
+  parameter or buffer; FSDP and ZeRO-3 partition parameters only ("FSDP only syncs parameters
+  and buffers, so the quant_state isn't copied", fsdp_qlora ``train.py``, ``load_and_quantize``),
+  so every GPU keeps the whole statistics, CPU offload or not: :func:`unsharded_quant_state`.
 """
 
 from __future__ import annotations
@@ -96,17 +132,35 @@ class ShardedExtras:
     terms: tuple[tuple[str, int], ...]
 
 
+def fsdp_root_params(shape: ModelShape) -> int:
+    """The parameters of FSDP's root unit under the transformer auto-wrap policy: everything
+    outside the wrapped decoder layers, i.e. the embeddings, lm_head (none when tied) and the
+    final norm's ``hidden_size`` weights (module docstring)."""
+    return shape.split.embedding + shape.split.lm_head + shape.hidden_size
+
+
 def sharded_extras(shape: ModelShape, impl: ShardingImpl, *, gpus: int,
-                   weight_bytes_per_param: float) -> ShardedExtras:
+                   weight_bytes_per_param: float, offload_params: bool = False,
+                   mixed_precision: bool = True) -> ShardedExtras:
     """The gathered layers and fixed buffers of ZeRO-3 (``deepspeed``) or FSDP on one card.
 
-    One card holds no shards, so nothing is gathered and no bucket is allocated."""
+    One card holds no shards, so nothing is gathered and no bucket is allocated. FSDP also
+    holds its root unit whole through the forward and the backward, and with CPU offload
+    (``offload_params``) but no ``mixed_precision`` a GPU copy of each gathered unit's shard
+    (module docstring)."""
     if gpus <= 1:
         return ShardedExtras(0, 0, ())
     layer = shape.largest_layer_params()
     if impl == "fsdp":
-        gathered = math.ceil(FSDP_LIVE_UNITS * layer * weight_bytes_per_param)
-        return ShardedExtras(gathered, 0, (("fsdp_gathered_units", gathered),))
+        units = math.ceil(FSDP_LIVE_UNITS * layer * weight_bytes_per_param)
+        root = HALF_BYTES * fsdp_root_params(shape)
+        held_copy = offload_params and not mixed_precision
+        copies = math.ceil((units + root) / gpus) if held_copy else 0
+        terms: tuple[tuple[str, int], ...] = (("fsdp_gathered_units", units),
+                                              ("fsdp_root_unit", root))
+        if copies:
+            terms += (("fsdp_offload_shard_copies", copies),)
+        return ShardedExtras(units + root + copies, 0, terms)
     # The layer computing is gathered whole (ZeRO-3 gathers module by module; counting the
     # whole decoder layer is the safe side); the prefetch fills up to max_live_parameters.
     prefetch = max(0, min(DS_PREFETCH_BUCKET_SIZE, DS_MAX_LIVE_PARAMETERS - layer))
@@ -122,6 +176,17 @@ def sharded_extras(shape: ModelShape, impl: ShardingImpl, *, gpus: int,
             ("ds_reduce_bucket", bucket),
         ),
     )
+
+
+def unsharded_quant_state(stats_bytes: int, *, gpus: int, offload_params: bool) -> int:
+    """What every card holds of the 4-bit quantisation statistics beyond its share in the
+    sharded model states: the model states divide them by the cards (or, offloaded, put them
+    on the CPU) like the packed weights, but they are not parameters and stay whole on each
+    GPU (module docstring). 0 on one card."""
+    if gpus <= 1:
+        return 0
+    in_states = 0 if offload_params else math.ceil(stats_bytes / gpus)
+    return stats_bytes - in_states
 
 
 def checked_impl(impl: str, sharding: str) -> ShardingImpl:

@@ -89,7 +89,9 @@ OPTIMIZER_MOMENT_BYTES: dict[Optimizer, int] = {
     "sgd": 4,
 }
 
-# NF4 storage, bits per quantised param (QLoRA paper section 3, "Double Quantization").
+# NF4 storage, bits per quantised param (QLoRA paper section 3, "Double Quantization"): the
+# packed 4-bit codes plus the quantisation statistics.
+NF4_PACKED_BITS = 4
 NF4_BITS: dict[Quant, float] = {
     "nf4-dq": 4 + 8 / 64 + 32 / (64 * 256),
     "nf4": 4 + 32 / 64,
@@ -298,11 +300,19 @@ def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq"
     after ``prepare_model_for_kbit_training``)."""
     split = shape.split
     if method == "qlora":
-        modules = sum(spec.instances for spec in shape.linears)
-        quantised = round(split.linear * NF4_BITS[quant] / 8)
-        quantised += QUANT_STATE_MODULE_BYTES[quant] * modules
-        return quantised + base_bytes * (split.total - split.linear)
+        packed = round(split.linear * NF4_PACKED_BITS / 8)
+        return packed + quant_state_bytes(shape, quant) + base_bytes * (split.total - split.linear)
     return base_bytes * split.total
+
+
+def quant_state_bytes(shape: ModelShape, quant: Quant = "nf4-dq") -> int:
+    """The quantisation statistics of every 4-bit layer: the bits of :data:`NF4_BITS` beyond
+    the packed 4 (absmax per 64-block, and with double quantisation its 8-bit code and the
+    second-level fp32 absmax) plus each module's code books (:data:`QUANT_STATE_MODULE_BYTES`).
+    bitsandbytes keeps them in a ``QuantState``, not in the packed parameter."""
+    modules = sum(spec.instances for spec in shape.linears)
+    statistics = round(shape.split.linear * (NF4_BITS[quant] - NF4_PACKED_BITS) / 8)
+    return statistics + QUANT_STATE_MODULE_BYTES[quant] * modules
 
 
 def kbit_prepared(method: Method, precision: TrainingPrecision) -> bool:

@@ -104,6 +104,9 @@ ASSUMPTION_LABELS = {
     "reserve_default": N_("reserved: PyTorch's memory allocator keeps %(percent)s %% of the "
                           "step's own tensors beyond the live-tensor peak (expandable segments "
                           "off, PyTorch's default; fitted on 18 published single-GPU runs)"),
+    "reserve_fsdp": N_("reserved: under FSDP PyTorch's memory allocator keeps %(percent)s %% "
+                       "of the step's own tensors beyond the live-tensor peak (expandable "
+                       "segments off; fitted on 27 published FSDP runs)"),
     "reserve_expandable": N_("reserved: with expandable segments PyTorch's memory allocator "
                              "keeps %(percent)s %% of the step's own tensors beyond the "
                              "live-tensor peak (not fitted: no published run reports both "
@@ -157,6 +160,14 @@ ASSUMPTION_LABELS = {
     "sharded_fsdp": N_("ZeRO-3 as PyTorch FSDP (full shard) runs it: the computing layer and "
                        "the prefetched next one gathered on each GPU, no standing gradient "
                        "bucket"),
+    "fsdp_root": N_("FSDP's root unit (embeddings, final norm and output layer, %(params)s "
+                    "parameters) is not released after the forward pass: each GPU holds it "
+                    "whole, in bf16, until the end of the backward pass"),
+    "fsdp_base_bf16": N_("the fp32 base is gathered in bf16 by FSDP's mixed precision, so no "
+                         "layer is cast again for its matrix multiply"),
+    "qlora_stats_whole": N_("bitsandbytes keeps the 4-bit quantisation statistics outside the "
+                            "parameters, so FSDP and ZeRO-3 do not split them: every GPU holds "
+                            "them whole, %(stats_bytes)s"),
     "precision_amp": N_("training precision: mixed (amp), fp32 master weights with bf16 "
                         "autocast, as the Hugging Face Trainer's bf16=True"),
     "precision_bf16": N_("training precision: pure bf16, weights, gradients and optimizer "

@@ -10,8 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, Job, parse_config
-from app.engine.estimate import step_model, validate
-from app.engine.overhead import NCCL_BUFFER_BYTES, fixed_overhead_bytes
+from app.engine.estimate import assumption_items, step_model, validate
+from app.engine.overhead import (
+    FSDP_ALLOCATOR_RESERVE_FRACTION,
+    NCCL_BUFFER_BYTES,
+    fixed_overhead_bytes,
+)
 from app.engine.sharding import (
     DS_ALLGATHER_BUCKET_SIZE,
     DS_MAX_LIVE_PARAMETERS,
@@ -21,8 +25,11 @@ from app.engine.sharding import (
     FSDP_LIVE_UNITS,
     HALF_BYTES,
     checked_impl,
+    fsdp_root_params,
     sharded_extras,
+    unsharded_quant_state,
 )
+from app.engine.states import quant_state_bytes
 from tests.engine.reference import SEED_MODELS, reference_shape
 
 LLAMA_70B = reference_shape("llama-3.3-70b")
@@ -61,12 +68,78 @@ def test_max_live_parameters_caps_the_gathered_set() -> None:
     assert extras.gathered == 2 * huge.largest_layer_params()
 
 
-def test_fsdp_holds_the_computing_unit_and_the_prefetched_next() -> None:
+def test_fsdp_holds_the_computing_unit_the_prefetched_next_and_its_root() -> None:
     layer = LLAMA_70B.largest_layer_params()
     extras = sharded_extras(LLAMA_70B, "fsdp", gpus=8, weight_bytes_per_param=2)
-    assert dict(extras.terms) == {"fsdp_gathered_units": FSDP_LIVE_UNITS * 2 * layer}
-    assert extras.gathered == FSDP_LIVE_UNITS * 2 * layer
+    # The root unit: what the decoder-layer wrap policy leaves out, whole in bf16.
+    split = LLAMA_70B.split
+    root = HALF_BYTES * (split.embedding + split.lm_head + LLAMA_70B.hidden_size)
+    assert fsdp_root_params(LLAMA_70B) == split.embedding + split.lm_head + LLAMA_70B.hidden_size
+    assert dict(extras.terms) == {"fsdp_gathered_units": FSDP_LIVE_UNITS * 2 * layer,
+                                  "fsdp_root_unit": root}
+    assert extras.gathered == FSDP_LIVE_UNITS * 2 * layer + root
     assert extras.buffers == 0
+
+
+def test_fsdp_offload_keeps_a_gpu_copy_of_each_gathered_shard_only_without_mixed_precision(
+) -> None:
+    """FSDP1's pre_unshard copies the CPU shard to the GPU and keeps it until the reshard; under
+    mixed precision that copy is the low-precision shard, freed after the all-gather."""
+    on_gpu = sharded_extras(LLAMA_70B, "fsdp", gpus=8, weight_bytes_per_param=2)
+    pure = sharded_extras(LLAMA_70B, "fsdp", gpus=8, weight_bytes_per_param=2,
+                          offload_params=True, mixed_precision=False)
+    amp = sharded_extras(LLAMA_70B, "fsdp", gpus=8, weight_bytes_per_param=2,
+                         offload_params=True, mixed_precision=True)
+    assert amp == on_gpu
+    assert dict(pure.terms)["fsdp_offload_shard_copies"] == -(-on_gpu.gathered // 8)
+    assert pure.gathered == on_gpu.gathered + -(-on_gpu.gathered // 8)
+
+
+def test_four_bit_statistics_stay_whole_on_every_card() -> None:
+    """bitsandbytes' QuantState is no parameter: the sharded states hold 1/N of it (none when
+    offloaded), every card holds all of it; torchao's NF4Tensor (torchtune) shards it."""
+    stats = quant_state_bytes(LLAMA_70B, "nf4-dq")
+    assert unsharded_quant_state(stats, gpus=1, offload_params=False) == 0
+    assert unsharded_quant_state(stats, gpus=8, offload_params=False) == stats - -(-stats // 8)
+    assert unsharded_quant_state(stats, gpus=8, offload_params=True) == stats
+    # Double quantisation keeps 8-bit absmax per 64 weights: about 1/32 of the 4-bit codes.
+    assert 0.03 < stats / (LLAMA_70B.split.linear / 2) < 0.033
+    job = Job(method="qlora", gpus=8, sharding="zero3", sharding_impl="fsdp", precision="bf16",
+              gradient_checkpointing=True)
+    bnb = step_model(LLAMA_70B, job)
+    torchao = step_model(LLAMA_70B, dataclasses.replace(job, framework="torchtune"))
+    whole = unsharded_quant_state(stats, gpus=8, offload_params=False)
+    assert bnb.model_states_bytes - torchao.model_states_bytes == whole
+    for ours, theirs in zip(bnb.moments, torchao.moments, strict=True):
+        assert ours.static - theirs.static == whole
+
+
+def test_fsdp_gathers_an_fp32_base_in_bf16() -> None:
+    """Accelerate's MixedPrecision(param_dtype=bfloat16) casts the fp32 shard before the
+    all-gather: the gathered layers are bf16 and autocast casts nothing per matmul. DeepSpeed's
+    gathered layer stays at the stored 4 bytes."""
+    job = Job(method="lora", gpus=8, sharding="zero3", base_dtype="fp32",
+              gradient_checkpointing=True)
+    fsdp_fp32 = step_model(LLAMA_70B, dataclasses.replace(job, sharding_impl="fsdp"))
+    fsdp_bf16 = step_model(LLAMA_70B, dataclasses.replace(job, sharding_impl="fsdp",
+                                                          base_dtype="bf16"))
+    assert [m.fixed for m in fsdp_fp32.moments] == [m.fixed for m in fsdp_bf16.moments]
+    ds_fp32 = step_model(LLAMA_70B, job)
+    ds_extras = sharded_extras(LLAMA_70B, "deepspeed", gpus=8, weight_bytes_per_param=4)
+    biggest = max(s.in_features * s.out_features for s in LLAMA_70B.linears)
+    assert ds_fp32.moments[0].fixed >= ds_extras.gathered + 2 * biggest
+
+
+def test_the_assumptions_name_the_fsdp_terms_and_reserve() -> None:
+    job = Job(method="qlora", gpus=2, sharding="zero3", sharding_impl="fsdp",
+              gradient_checkpointing=True)
+    items = dict(assumption_items(LLAMA_70B, job))
+    assert items["reserve_fsdp"] == {"percent": round(100 * FSDP_ALLOCATOR_RESERVE_FRACTION, 1)}
+    assert items["fsdp_root"] == {"params": fsdp_root_params(LLAMA_70B)}
+    assert items["qlora_stats_whole"] == {"stats_bytes": quant_state_bytes(LLAMA_70B, "nf4-dq")}
+    one_card = dict(assumption_items(LLAMA_70B, Job(method="qlora")))
+    assert "reserve_default" in one_card and "fsdp_root" not in one_card
+    assert "qlora_stats_whole" not in one_card
 
 
 def test_one_card_holds_no_extras() -> None:
