@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.sharding import sharded_extras
 from tests.cli.test_estimate_cli import sizer
+from tests.engine.reference import reference_shape
 
 LLAMA_FULL = ("estimate", "--model", "llama-3.2-3b", "--method", "full", "--format", "json")
 
@@ -78,8 +80,10 @@ def test_bnb_version_refused_naming_the_field(method: str, version: str, needle:
 
 def test_sharding_impl_fsdp_holds_no_standing_bucket(tmp_path: Path) -> None:
     """`--sharding-impl fsdp` sizes ZeRO-3 as FSDP FULL_SHARD runs it (issue 15, point 3): no
-    1 GB gradient bucket, so fewer live bytes than DeepSpeed's default (though its allocator
-    reserves more, overhead.FSDP_ALLOCATOR_RESERVE_FRACTION); each run says whose buffers."""
+    1 GB gradient bucket and no prefetch bucket, but two gathered layers and the root unit
+    (embeddings and lm_head, whole through the backward), so the live bytes differ by exactly
+    what sharding.py gives each (its allocator also reserves more,
+    overhead.FSDP_ALLOCATOR_RESERVE_FRACTION); each run says whose buffers."""
     zero3 = ("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--gpus", "4",
              "--sharding", "zero3", "--format", "json")
     runs = {impl: sizer(*zero3, "--sharding-impl", impl, tmp_path=tmp_path)
@@ -87,7 +91,11 @@ def test_sharding_impl_fsdp_holds_no_standing_bucket(tmp_path: Path) -> None:
     assert all(run.code == 0 for run in runs.values()), runs
     deepspeed, fsdp = (json.loads(runs[i].stdout) for i in ("deepspeed", "fsdp"))
     assert json.loads(sizer(*zero3, tmp_path=tmp_path).stdout) == deepspeed
-    assert fsdp["allocated_bytes"] < deepspeed["allocated_bytes"]
+    shape = reference_shape("llama-3.1-8b")
+    ds_extras = sharded_extras(shape, "deepspeed", gpus=4, weight_bytes_per_param=2)
+    fsdp_extras = sharded_extras(shape, "fsdp", gpus=4, weight_bytes_per_param=2)
+    assert fsdp["allocated_bytes"] - deepspeed["allocated_bytes"] == (
+        fsdp_extras.gathered - ds_extras.gathered - ds_extras.buffers)
     assert any("as DeepSpeed runs it" in item for item in deepspeed["assumptions"])
     assert any("as PyTorch FSDP FULL_SHARD runs it" in item for item in fsdp["assumptions"])
 
