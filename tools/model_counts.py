@@ -11,8 +11,9 @@ writes one JSON object per config:
   map, ``AutoModelForImageTextToText``) builds it;
 * ``text_total``: the language model alone (decoder and lm_head), without the vision or audio
   tower and their projector; ``tower``: the difference;
-* ``linear``: weights of the ``nn.Linear`` layers inside the language model's decoder blocks
-  (what bitsandbytes stores in 4 bit; lm_head excluded); ``expert_tensors``: parameters of the
+* ``linear``: weights of the ``nn.Linear`` layers of the language model, lm_head excluded
+  (what bitsandbytes stores in 4 bit): those of the decoder blocks and any beside them, such
+  as Gemma 4's ``per_layer_model_projection``; ``expert_tensors``: parameters of the
   fused 3-D expert tensors transformers 5 builds for mixtures of experts;
   ``routers``: router weights that are parameters rather than ``nn.Linear`` (transformers 5);
 * ``lora_r16``: trainable parameters after ``get_peft_model`` on the whole checkpoint;
@@ -97,8 +98,7 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
             continue
         if multimodal and not _is_language(name):
             continue
-        if ".layers." in f".{name}." or ".h." in f".{name}.":
-            linear += module.weight.numel()
+        linear += module.weight.numel()
     experts = sum(
         p.numel() for n, p in params.values()
         if p.dim() == 3 and ".experts." in f".{n}" and (not multimodal or _is_language(n))

@@ -14,7 +14,7 @@ nothing downloaded) with the installed transformers and writes, per slug:
   beyond the language model (vision tower and projector); absent for a text-only config;
 * ``active``: ``total`` less the parameters of the experts a token does not pass through: of
   every ``experts`` module (weights and biases, first dimension = experts), the share
-  ``1 - num_experts_per_tok / experts``;
+  ``1 - num_experts_per_tok / experts`` (Gemma 4 names it ``top_k_experts``);
 * ``lora_r16``: trainable parameters after ``get_peft_model(model, LoraConfig(r=16,
   target_modules="all-linear"))`` on the language model: what PEFT builds with transformers 5
   (fused expert tensors adapted as parameters, the fused gate/up at rank 2r, where PEFT's
@@ -146,7 +146,8 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         "embedding": embedding,
         "lm_head": 0 if tied else model.lm_head.weight.numel(),
         "norm": norm,
-        "active": _active(model, int(text.get("num_experts_per_tok", 0) or 0)),
+        "active": _active(model, int(text.get("num_experts_per_tok")
+                                     or text.get("top_k_experts") or 0)),
         "lora_r16_per_expert": _per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
     peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))

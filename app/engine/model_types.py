@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from app.engine import arch_dense, arch_hybrid, arch_moe, arch_multimodal
+from app.engine import arch_dense, arch_gemma4, arch_hybrid, arch_moe, arch_multimodal
 from app.engine.shapes import (
     ModelShape,
     ShapeError,
@@ -33,6 +33,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     # arch_dense.py, arch_hybrid.py, arch_multimodal.py
     "olmo2", "gemma", "phi", "falcon", "gpt_neox", "qwen3_next", "qwen3_5", "qwen3_5_moe",
     "nemotron_h", "gemma3", "mistral3", "qwen3_5_text", "qwen3_5_moe_text", "ministral3",
+    # arch_gemma4.py
+    "gemma4", "gemma4_text",
 )
 # Mixture-of-experts and MLA families (app/engine/arch_moe.py).
 MOE_MODEL_TYPES: tuple[str, ...] = (
@@ -79,4 +81,5 @@ _BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
     "gemma3": arch_multimodal.gemma3, "mistral3": arch_multimodal.mistral3,
     "qwen3_5_text": arch_hybrid.qwen3_5_text, "qwen3_5_moe_text": arch_hybrid.qwen3_5_moe_text,
     "ministral3": lambda cfg: _dense_swiglu(cfg, "ministral3", biases=_no_biases),
+    "gemma4": arch_gemma4.gemma4, "gemma4_text": arch_gemma4.gemma4_text,
 }

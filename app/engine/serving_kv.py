@@ -17,7 +17,13 @@ The arithmetic follows vLLM's KV cache specs (``vllm/v1/kv_cache_interface.py`` 
 * sliding-window layers keep at most ``window - 1 + max_num_batched_tokens`` tokens of a
   request, plus one block (``SlidingWindowSpec.max_memory_usage_bytes``);
 * linear-attention (gated DeltaNet) and Mamba layers keep one fixed state per request
-  whatever its length (``MambaSpec``), split over the tensor-parallel ranks by heads.
+  whatever its length (``MambaSpec``), split over the tensor-parallel ranks by heads;
+* Gemma 4: full-attention layers have their own key/value heads and head width
+  (``num_global_key_value_heads``, ``global_head_dim``), and the last ``num_kv_shared_layers``
+  layers read an earlier layer's cache and keep none (as vLLM's ``kv_sharing_target_layer_name``
+  layers allocate nothing; :func:`app.engine.arch_gemma4.cache_layers`). The per-kind page
+  sizes are taken as they are; vLLM's hybrid manager pads groups to one page size, which this
+  leaves out.
 
 Every integer read here has an upper bound (:data:`KV_FIELD_BOUNDS`), as the shapes' do, and
 nothing loops over a value from the config: layer kinds are counted in closed form or over a
@@ -30,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from app.engine.arch_gemma4 import cache_layers
 from app.engine.errors import EngineError
 from app.engine.shapes import (
     FIELD_BOUNDS,
@@ -80,6 +87,11 @@ GEMMA3_SLIDING_PATTERN: Final = 6
 """Gemma 3's default ``sliding_window_pattern`` (transformers ``Gemma3TextConfig``): five local
 layers, then one global; released configs leave it out."""
 
+GEMMA4_TYPES: Final = ("gemma4", "gemma4_text")
+"""Model types whose layout :func:`app.engine.arch_gemma4.cache_layers` reads."""
+GEMMA4_WINDOW: Final = 512
+"""``Gemma4TextConfig.sliding_window`` default (E2B, E4B; 26B and 31B give 1024)."""
+
 FULL = "full_attention"
 SLIDING = "sliding_attention"
 LINEAR = "linear_attention"
@@ -110,6 +122,10 @@ class KvLayout:
     state_elements: int = 0
     """Elements of one request's fixed state in one linear-attention or Mamba layer, before
     tensor parallelism (recurrent state plus convolution state)."""
+    full_kv_heads: int = 0
+    full_head_dim: int = 0
+    """The full-attention layers' key/value heads and head width where they differ from the
+    sliding layers' (Gemma 4); 0: the same as ``kv_heads`` and ``head_dim``."""
 
     @property
     def is_mla(self) -> bool:
@@ -120,15 +136,26 @@ class KvLayout:
         return 1 if self.is_mla else max(1, self.kv_heads // tp)
 
     def token_layer_bytes(self, tp: int, dtype_bytes: int) -> int:
-        """One token's keys and values in one attention layer on one GPU."""
+        """One token's keys and values in one (sliding, or uniform) attention layer on one
+        GPU."""
         if self.is_mla:
             return self.mla_latent * dtype_bytes
         return 2 * self.kv_heads_per_gpu(tp) * self.head_dim * dtype_bytes
 
+    def full_token_layer_bytes(self, tp: int, dtype_bytes: int) -> int:
+        """One token's keys and values in one full-attention layer on one GPU (its own heads
+        and width where the model gives them, vLLM's ``max(1, heads // tp)`` as for the
+        others)."""
+        if not self.full_kv_heads:
+            return self.token_layer_bytes(tp, dtype_bytes)
+        heads = max(1, self.full_kv_heads // tp)
+        return 2 * heads * (self.full_head_dim or self.head_dim) * dtype_bytes
+
     def bytes_per_token(self, tp: int, dtype_bytes: int) -> int:
         """What one more token of a request costs on one GPU while it is within every window:
         keys and values in every attention layer (full and sliding)."""
-        return (self.full_layers + self.sliding_layers) * self.token_layer_bytes(tp, dtype_bytes)
+        return (self.full_layers * self.full_token_layer_bytes(tp, dtype_bytes)
+                + self.sliding_layers * self.token_layer_bytes(tp, dtype_bytes))
 
     def state_bytes(self, tp: int, padded: bool = False) -> int:
         """One request's fixed state across the linear-attention/Mamba layers on one GPU, in the
@@ -161,7 +188,8 @@ class KvLayout:
         """What one token of the pool costs on one GPU once the hybrid manager's padding layers
         are counted (:meth:`grouped_layers`); :meth:`bytes_per_token` without a hybrid's padding."""
         full, sliding, _ = self.grouped_layers()
-        return (full + sliding) * self.token_layer_bytes(tp, dtype_bytes)
+        return (full * self.full_token_layer_bytes(tp, dtype_bytes)
+                + sliding * self.token_layer_bytes(tp, dtype_bytes))
 
     def request_bytes(self, context: int, tp: int, dtype_bytes: int, batched_tokens: int,
                       padded: bool = True) -> int:
@@ -174,8 +202,8 @@ class KvLayout:
         full_tokens = _round_up(context, BLOCK_TOKENS)
         kept = min(self.window - 1 + batched_tokens, context) if self.sliding_layers else 0
         sliding_tokens = _round_up(kept, BLOCK_TOKENS) + BLOCK_TOKENS if kept else 0
-        return (full * full_tokens * per_layer + sliding * sliding_tokens * per_layer
-                + self.state_bytes(tp, padded))
+        return (full * full_tokens * self.full_token_layer_bytes(tp, dtype_bytes)
+                + sliding * sliding_tokens * per_layer + self.state_bytes(tp, padded))
 
     def longest_context(self, capacity_bytes: int, concurrency: int, tp: int, dtype_bytes: int,
                         batched_tokens: int, limit: int, padded: bool = True) -> int:
@@ -193,7 +221,7 @@ class KvLayout:
         if sliding:
             cap = _round_up(self.window - 1 + batched_tokens, BLOCK_TOKENS) + BLOCK_TOKENS
             fixed += sliding * cap * per_layer
-        full_cost = full * per_layer
+        full_cost = full * self.full_token_layer_bytes(tp, dtype_bytes)
         if full_cost == 0:
             return limit
         tokens = (per_request - fixed) // full_cost // BLOCK_TOKENS * BLOCK_TOKENS
@@ -219,6 +247,8 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
     if isinstance(nested, Mapping):
         config = {**config, **{k: v for k, v in nested.items() if v is not None}}
     cfg = _Reader(config)
+    if config.get("model_type") in GEMMA4_TYPES:
+        return _gemma4_layout(cfg)
     if shape is not None:
         layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim
     else:
@@ -241,6 +271,19 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
     return KvLayout(
         full_layers=full, sliding_layers=sliding, window=window, linear_layers=linear,
         kv_heads=kv_heads, head_dim=head_dim, mla_latent=latent, state_elements=state,
+    )
+
+
+def _gemma4_layout(cfg: _Reader) -> KvLayout:
+    """Gemma 4: only the layers with their own keys and values hold a cache, the full ones
+    at their own heads and width (:func:`app.engine.arch_gemma4.cache_layers`); a window of
+    ``Gemma4TextConfig``'s default 512 where the config names none."""
+    layers = cache_layers(cfg.raw)
+    window = cfg.optional("sliding_window") or GEMMA4_WINDOW
+    return KvLayout(
+        full_layers=layers.full, sliding_layers=layers.sliding, window=window, linear_layers=0,
+        kv_heads=layers.kv_heads, head_dim=layers.head_dim, full_kv_heads=layers.full_kv_heads,
+        full_head_dim=layers.full_head_dim,
     )
 
 

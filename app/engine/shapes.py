@@ -27,10 +27,11 @@ from app.engine.errors import EngineError
 
 LinearRole = Literal[
     "q", "k", "v", "o", "qkv", "attn_out", "gate", "up", "down", "gate_up", "fc", "fc_out",
-    "router", "lm_head",
+    "router", "lm_head", "per_layer",
 ]
 """What a block linear layer does; LoRA target presets select by role (``lm_head``: the output
-projection, a LoRA target only when named, see ``states.lm_head_spec``)."""
+projection, a LoRA target only when named, see ``states.lm_head_spec``; ``per_layer``: Gemma 4's
+per-layer-embedding gates and projections, neither attention nor MLP, adapted by "all-linear")."""
 
 ATTENTION_ROLES: frozenset[str] = frozenset({"q", "k", "v", "o", "qkv", "attn_out"})
 MLP_ROLES: frozenset[str] = frozenset({"gate", "up", "down", "gate_up", "fc", "fc_out"})
@@ -270,6 +271,12 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "init_pos_emb_height": MAX_IMAGE_SIZE, "init_pos_emb_width": MAX_IMAGE_SIZE,
     "pos_emb_height": MAX_IMAGE_SIZE, "pos_emb_width": MAX_IMAGE_SIZE,
     "mm_hidden_size": MAX_HIDDEN_SIZE,
+    # arch_gemma4.py: the second attention width, per-layer embeddings, KV sharing, towers.
+    "global_head_dim": MAX_HEAD_DIM, "num_global_key_value_heads": MAX_HEADS,
+    "num_kv_shared_layers": MAX_LAYERS, "hidden_size_per_layer_input": MAX_HIDDEN_SIZE,
+    "vocab_size_per_layer_input": MAX_VOCAB_SIZE, "top_k_experts": MAX_EXPERTS,
+    "position_embedding_size": MAX_POSITIONS, "conv_kernel_size": MAX_CONV_KERNEL,
+    "output_proj_dims": MAX_HIDDEN_SIZE,
 }
 """Upper bound of every integer architecture field the engine reads.
 
@@ -296,6 +303,15 @@ class _Config:
         if default is not None:
             return default
         raise ShapeError(names[0], "config_missing")
+
+    def count(self, name: str) -> int:
+        """A number of things that may be none: 0 when absent, null or 0, else bounded as
+        :meth:`integer` bounds it (Gemma 4's ``num_kv_shared_layers``, and its
+        ``hidden_size_per_layer_input``, 0 where a model has no per-layer embeddings)."""
+        value = self.raw.get(name)
+        if value is None or (value == 0 and not isinstance(value, bool)):
+            return 0
+        return _bounded(name, value)
 
     def optional_int(self, name: str) -> int | None:
         value = self.raw.get(name)

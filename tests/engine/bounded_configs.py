@@ -56,14 +56,28 @@ VISION_FIELDS: dict[str, tuple[str, ...]] = {
                 "num_position_embeddings"),
 }
 VISION_FIELDS["qwen3_5_moe"] = VISION_FIELDS["qwen3_5"]
+# Gemma 4 (app/engine/arch_gemma4.py): the second attention width, per-layer embeddings and the
+# experts beside the MLP; its vision and audio towers. num_kv_shared_layers and
+# num_global_key_value_heads follow the layers and kv heads (config_at), as they must.
+FIELDS["gemma4_text"] = (*_COMMON, "global_head_dim", "hidden_size_per_layer_input",
+                         "vocab_size_per_layer_input", "num_experts", "top_k_experts",
+                         "moe_intermediate_size")
+VISION_FIELDS["gemma4"] = ("hidden_size", "intermediate_size", "num_hidden_layers",
+                           "num_attention_heads", "num_key_value_heads", "head_dim",
+                           "patch_size", "position_embedding_size")
+AUDIO_FIELDS: dict[str, tuple[str, ...]] = {
+    "gemma4": ("hidden_size", "num_hidden_layers", "num_attention_heads", "conv_kernel_size",
+               "output_proj_dims"),
+}
 TOP_FIELDS: dict[str, tuple[str, ...]] = {"mistral3": ("spatial_merge_size",)}
 TEXT_FIELDS: dict[str, tuple[str, ...]] = {
     "gemma3": _COMMON, "mistral3": _COMMON, "qwen3_5": FIELDS["qwen3_5"],
-    "qwen3_5_moe": FIELDS["qwen3_5_moe"],
+    "qwen3_5_moe": FIELDS["qwen3_5_moe"], "gemma4": FIELDS["gemma4_text"],
 }
 for _nested, _text in TEXT_FIELDS.items():
     FIELDS[_nested] = tuple(dict.fromkeys(
-        (*_text, *VISION_FIELDS[_nested], *TOP_FIELDS.get(_nested, ()))
+        (*_text, *VISION_FIELDS[_nested], *AUDIO_FIELDS.get(_nested, ()),
+         *TOP_FIELDS.get(_nested, ()))
     ))
 # app/engine/arch_moe.py: multi-head latent attention reads no kv heads or head_dim.
 _MLA = (
@@ -112,6 +126,8 @@ ORDINARY: dict[str, int] = dict(
     interleave_moe_layer_step=2, intermediate_size_mlp=8192, q_lora_rank=1536,
     kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
     index_n_heads=64, index_head_dim=128, index_topk_freq=1, index_skip_topk_offset=2,
+    global_head_dim=512, hidden_size_per_layer_input=256, vocab_size_per_layer_input=262_144,
+    top_k_experts=8, position_embedding_size=10_240, conv_kernel_size=5, output_proj_dims=1536,
 )
 
 
@@ -139,6 +155,8 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
         config["vision_config"] = {name: values[name] for name in vision_fields}
         if model_type == "gemma3":
             config["vision_config"]["vision_use_head"] = False
+    if model_type in AUDIO_FIELDS:
+        config["audio_config"] = {name: values[name] for name in AUDIO_FIELDS[model_type]}
     for heads_field, kv_field in (("num_attention_heads", "num_key_value_heads"),
                                   ("num_attention_heads", "num_kv_heads")):
         if kv_field in text:
@@ -152,18 +170,36 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
     if model_type == "falcon":
         config["new_decoder_architecture"] = True
     experts = text.get("num_experts", text.get("num_local_experts", text.get("n_routed_experts")))
-    if experts is not None:
+    if experts is not None and "num_experts_per_tok" in text:
         text["num_experts_per_tok"] = min(text["num_experts_per_tok"], experts)
     if model_type in ("qwen3_moe", "qwen3_next"):
         config["mlp_only_layers"] = [0]
     if model_type == "nemotron_h":
         config["hybrid_override_pattern"] = "M*-E"
+    if model_type in ("gemma4", "gemma4_text"):
+        _gemma4_switches(config, text)
     return config
+
+
+def _gemma4_switches(config: dict[str, Any], text: dict[str, Any]) -> None:
+    """Every Gemma 4 branch on: experts beside the MLP, keys as values with their own kv heads
+    on full layers, the last layers sharing keys and values (as many as the default layer
+    pattern allows: each kind keeps a layer of its own before them), a double-wide MLP there;
+    the vision tower's kv heads divide its heads."""
+    text.update(enable_moe_block=True, attention_k_eq_v=True, use_double_wide_mlp=True,
+                num_global_key_value_heads=text["num_key_value_heads"],
+                num_kv_shared_layers=max(0, text["num_hidden_layers"] - 6) // 2)
+    text["top_k_experts"] = min(text["top_k_experts"], text["num_experts"])
+    vision = config.get("vision_config")
+    if vision is not None:
+        kv = vision["num_key_value_heads"]
+        vision["num_attention_heads"] = kv * max(1, vision["num_attention_heads"] // kv)
 
 
 def set_field(config: dict[str, Any], field: str, value: int) -> None:
     """Set ``field`` where :func:`config_at` put it (the text model's first)."""
-    for part in (config.get("text_config"), config, config.get("vision_config")):
+    for part in (config.get("text_config"), config, config.get("vision_config"),
+                 config.get("audio_config")):
         if isinstance(part, dict) and field in part:
             part[field] = value
             return

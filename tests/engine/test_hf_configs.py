@@ -31,7 +31,7 @@ def test_the_hybrid_families_have_at_least_fifteen_real_configs() -> None:
     assert len(EXPECTED) >= 15
     assert {entry["model_type"] for entry in EXPECTED.values()} >= {
         "qwen3_next", "qwen3_5_moe", "nemotron_h", "gemma3", "mistral3", "olmo2", "gemma",
-        "phi", "falcon", "gpt_neox",
+        "phi", "falcon", "gpt_neox", "gemma4",
     }
 
 
@@ -84,3 +84,66 @@ def test_a_nemotron_without_out_proj_adapters_is_what_peft_allows() -> None:
     adapted = {spec.name for spec in shape.linears if spec.lora_target}
     assert "out_proj" not in adapted
     assert {"in_proj", "q_proj", "up_proj", "down_proj"} <= adapted
+
+
+def test_gemma4_kv_shared_layers_have_no_key_value_projections_and_a_double_wide_mlp() -> None:
+    """Gemma 4 E2B: of 35 layers the last 20 reuse an earlier layer's keys and values, so only
+    15 have k_proj and v_proj; with use_double_wide_mlp those 20 have an MLP twice as wide."""
+    config = _config("gemma-4-e2b-it")
+    text = config["text_config"]
+    shape = parse_config(config)
+    layers, shared = text["num_hidden_layers"], text["num_kv_shared_layers"]
+    instances: dict[str, int] = {}
+    for spec in shape.linears:
+        instances[spec.name] = instances.get(spec.name, 0) + spec.instances
+    assert instances["q_proj"] == instances["o_proj"] == layers
+    assert instances["k_proj"] == instances["v_proj"] == layers - shared
+    widths = {spec.out_features: spec.layers for spec in shape.linears if spec.name == "up_proj"}
+    assert widths == {text["intermediate_size"]: layers - shared,
+                      2 * text["intermediate_size"]: shared}
+
+
+def test_gemma4_per_layer_embeddings_are_an_embedding_table_not_linear_weights() -> None:
+    """The per-layer embedding table (vocab_size_per_layer_input x layers x width) is kept as an
+    embedding (16-bit under QLoRA); its projection from the hidden state is a linear layer."""
+    config = _config("gemma-4-e4b-it")
+    text = config["text_config"]
+    shape = parse_config(config)
+    packed = text["num_hidden_layers"] * text["hidden_size_per_layer_input"]
+    assert shape.split.embedding == (text["vocab_size"] * text["hidden_size"]
+                                     + text["vocab_size_per_layer_input"] * packed)
+    (projection,) = (s for s in shape.linears if s.name == "per_layer_model_projection")
+    assert (projection.in_features, projection.out_features, projection.layers) == (
+        text["hidden_size"], packed, 1)
+
+
+@pytest.mark.parametrize("slug", ["gemma-4-e2b-it", "gemma-4-26b-a4b"])
+def test_a_gemma4_text_config_alone_is_the_language_model(slug: str) -> None:
+    """``gemma4_text`` (Gemma4ForCausalLM) builds the language model of the checkpoint, tied
+    lm_head, no towers."""
+    text = _config(slug)["text_config"]
+    shape = parse_config(text)
+    assert shape.model_type == "gemma4_text"
+    assert (shape.total_params, shape.tower_params) == (EXPECTED[slug]["text_total"], 0)
+
+
+def test_gemma4_shared_layers_must_leave_each_kind_a_layer_of_its_own() -> None:
+    """transformers refuses a config whose shared layers reuse a kind of layer no earlier layer
+    computes (Gemma4TextConfig.kv_sharing_modes): E2B's first full layer is layer 4, so at most
+    30 of its 35 layers may share."""
+    config = _config("gemma-4-e2b-it")
+    config["text_config"] = config["text_config"] | {"num_kv_shared_layers": 31}
+    with pytest.raises(EngineError) as caught:
+        parse_config(config)
+    assert caught.value.field == "num_kv_shared_layers"
+    assert "30" in caught.value.reason
+    config["text_config"]["num_kv_shared_layers"] = 30
+    assert parse_config(config).total_params > 0
+
+
+def test_a_gemma4_layer_types_list_of_the_wrong_length_is_refused_naming_the_field() -> None:
+    config = _config("gemma-4-31b-it")
+    config["text_config"] = config["text_config"] | {"layer_types": ["full_attention"] * 3}
+    with pytest.raises(EngineError) as caught:
+        parse_config(config)
+    assert caught.value.field == "layer_types"

@@ -30,7 +30,7 @@ def test_at_least_fifteen_real_configs_of_these_families() -> None:
     assert len(EXPECTED) >= 15
     assert {e["model_type"] for e in EXPECTED.values()} >= {
         "deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa",
-        "minimax_m2", "gpt_oss", "llama4", "kimi_k25"}
+        "minimax_m2", "gpt_oss", "llama4", "kimi_k25", "gemma4"}
 
 
 @pytest.mark.parametrize("slug", sorted(EXPECTED))

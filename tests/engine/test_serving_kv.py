@@ -190,3 +190,33 @@ def test_nemotron_h_mamba_state_per_request() -> None:
     layout = kv_layout(config, shape_of(config))
     assert layout.state_elements == 128 * 80 * 128 + 3 * (128 * 80 + 2 * 8 * 128)
     assert layout.state_bytes(1) == 27 * layout.state_elements * 2
+
+
+@pytest.mark.parametrize(("name", "sliding", "full", "tp", "per_token"), [
+    # E2B: 35 layers, the last 20 read layers 13 and 14's cache, so 15 keep one: [4 sliding,
+    # 1 full] x 3; one kv head, 256 wide on sliding and 512 on full layers
+    ("gemma-4-e2b-it", 12, 3, 1, 12 * 2 * 1 * 256 * 2 + 3 * 2 * 1 * 512 * 2),
+    # E4B: 42 layers, 18 shared, so 24 keep a cache: [5 sliding, 1 full] x 4; two kv heads
+    ("gemma-4-e4b-it", 20, 4, 1, 20 * 2 * 2 * 256 * 2 + 4 * 2 * 2 * 512 * 2),
+    # 31B: no sharing; 16 kv heads of 256 on sliding layers, 4 global heads of 512 on full ones
+    ("gemma-4-31b-it", 50, 10, 1, 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2),
+    # ... at 8 GPUs: two sliding heads each, the 4 global heads replicated to one each
+    ("gemma-4-31b-it", 50, 10, 8, 50 * 2 * 2 * 256 * 2 + 10 * 2 * 1 * 512 * 2),
+    # 26B-A4B: 8 kv heads of 256 sliding, 2 global heads of 512 full
+    ("gemma-4-26b-a4b", 25, 5, 1, 25 * 2 * 8 * 256 * 2 + 5 * 2 * 2 * 512 * 2),
+])
+def test_gemma4_caches_only_its_own_kv_layers_each_kind_at_its_own_width(
+        name: str, sliding: int, full: int, tp: int, per_token: int) -> None:
+    config = fixture(name)
+    layout = kv_layout(config, shape_of(config))
+    assert (layout.full_layers, layout.sliding_layers) == (full, sliding)
+    assert layout.bytes_per_token(tp, 2) == per_token
+
+
+def test_gemma4_long_request_pays_full_width_on_global_layers_and_a_window_on_the_rest() -> None:
+    """Gemma 4 31B at 131,072 tokens with 2,048 batched: 10 global layers hold every token at
+    2 x 4 x 512 x 2 bytes, 50 sliding layers 1,023 + 2,048 tokens (3,072 in blocks) plus a
+    block at 2 x 16 x 256 x 2."""
+    layout = kv_layout(fixture("gemma-4-31b-it"))
+    assert layout.request_bytes(131_072, 1, 2, 2048) == (
+        10 * 131_072 * 8192 + 50 * (3072 + BLOCK_TOKENS) * 16_384)
