@@ -81,7 +81,8 @@ TERMS: tuple[Term, ...] = (
         f"quantisation, {_bits('nf4')} without, plus the quantisation state per module; "
         "under mixed precision PEFT's prepare_model_for_kbit_training makes embeddings, "
         "lm_head, norms and biases fp32 (the residual stream and the MLP's intermediates fp32 "
-        "too, lm_head cast to bf16 for its matmul), under pure bf16 they stay bf16; one layer "
+        "too, lm_head cast to bf16 for its matmul), under pure bf16 and under FSDP (one dtype "
+        "per flattened layer) they stay bf16; one layer "
         "dequantised to bf16 at a time; bitsandbytes 0.41-0.43.1 also kept every 4-bit "
         "layer's input (bnb_saves_inputs). Measured with bitsandbytes 0.50 on a CPU "
         "(tools/calibrate/results/cpu-qlora.json)",

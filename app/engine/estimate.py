@@ -95,7 +95,9 @@ from app.engine.states import (
 # shard under FSDP CPU offload, an fp32 base gathered in bf16 by FSDP's mixed precision, and
 # 4-bit quantisation statistics whole on every sharded card (sharding.py); the assumptions
 # name the FSDP reserve fraction the total carries (issue 15).
-ENGINE_VERSION = "1.9.0"
+# 1.10.0: QLoRA under FSDP is not prepared by prepare_model_for_kbit_training (one dtype per
+# FlatParameter; TRL skips it for sharded QLoRA): embeddings, lm_head and norms stay bf16.
+ENGINE_VERSION = "1.10.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024
@@ -404,7 +406,7 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
     single = single_gpu_states(
         shape, method=job.method, optimizer=job.optimizer, accounting=job.accounting,
         lora=job.lora, quant=job.effective_quant, precision=job.training_precision,
-        kbit_prepare=kbit_prepared(job.method, job.training_precision),
+        kbit_prepare=_kbit_prepared(job),
     )
     sharded = shard_states(
         single, gpus=gpus or job.gpus, sharding=sharding or job.sharding, offload=job.offload
@@ -432,7 +434,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     regime = "bf16" if pure_bf16 and job.method == "full" else regime_for(job.method,
                                                                            job.accounting)
     # QLoRA after prepare_model_for_kbit_training: fp32 embeddings, norms and lm_head.
-    prepared = kbit_prepared(job.method, dtypes)
+    prepared = _kbit_prepared(job)
     if prepared:
         regime = "qlora"
     profile = activation_profile(
@@ -542,6 +544,17 @@ def _fsdp_sharded(job: Job) -> bool:
     return job.sharding == "zero3" and job.sharding_impl == "fsdp" and job.gpus > 1
 
 
+def _kbit_prepared(job: Job) -> bool:
+    """Whether the job's QLoRA runs PEFT's ``prepare_model_for_kbit_training`` (states.py):
+    the mixed-precision recipe, except under FSDP, which flattens each decoder layer's norms and
+    bf16-stored 4-bit weights into one FlatParameter of one dtype
+    (``FlatParamHandle._validate_tensors_to_flatten``: "Must flatten tensors with uniform
+    dtype"), so the norms cannot be fp32 there; TRL's SFTTrainer skips the call for sharded
+    QLoRA for that reason ("one should never call ... prepare_model_for_kbit_training when
+    doing QLoRA + FSDP / DS-Zero3", ``is_sharded_qlora``)."""
+    return kbit_prepared(job.method, job.training_precision) and not _fsdp_sharded(job)
+
+
 def _fsdp_gathers_bf16(job: Job) -> bool:
     """A LoRA base loaded in fp32 and sharded by FSDP: its mixed precision casts each shard to
     bf16 before the all-gather (sharding.py), so the gathered layers are bf16."""
@@ -638,7 +651,7 @@ def estimate(
         acc: single_gpu_states(
             shape, method=job.method, optimizer=job.optimizer, accounting=acc, lora=job.lora,
             quant=job.effective_quant, precision=job.training_precision,
-            kbit_prepare=kbit_prepared(job.method, job.training_precision),
+            kbit_prepare=_kbit_prepared(job),
         ).total_bytes
         for acc in ACCOUNTINGS
     }
@@ -856,6 +869,9 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "cast to bf16 for its matmul",
     "qlora_base_dtype": "embeddings, lm_head and norms stay in the base dtype (pure bf16 does "
     "not run prepare_model_for_kbit_training)",
+    "qlora_fsdp_unprepared": "QLoRA under FSDP: prepare_model_for_kbit_training is not run (FSDP "
+    "flattens each layer's norms and 4-bit weights into one tensor of one dtype; TRL skips it "
+    "for sharded QLoRA), so embeddings, lm_head and norms stay in the base dtype",
     "bnb_current": "bitsandbytes 0.43.2 or later: a 4-bit layer keeps no copy of its input for "
     "the backward",
     "bnb_saves_inputs": "bitsandbytes 0.41 to 0.43.1: every 4-bit layer keeps its input until "
@@ -949,8 +965,9 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
             items.append(("base_fp32", {}))
     if job.method == "qlora":
         items.append(("nf4_dq" if job.effective_quant == "nf4-dq" else "nf4", {}))
-        items.append(("qlora_prepared" if kbit_prepared(job.method, dtypes) else
-                      "qlora_base_dtype", {}))
+        items.append(("qlora_prepared" if _kbit_prepared(job) else
+                      "qlora_fsdp_unprepared" if _fsdp_sharded(job) and dtypes.precision == "amp"
+                      else "qlora_base_dtype", {}))
         items.append(("bnb_saves_inputs" if job.bnb_saves_inputs else "bnb_current", {}))
     if shape.is_moe:
         items.append(("moe", {"experts": shape.experts_per_token}))

@@ -120,6 +120,10 @@ ASSUMPTION_LABELS = {
                          "too, and lm_head is cast to bf16 for its matrix multiply"),
     "qlora_base_dtype": N_("embeddings, lm_head and norms stay in the base dtype (pure bf16 "
                            "does not run prepare_model_for_kbit_training)"),
+    "qlora_fsdp_unprepared": N_("QLoRA under FSDP: prepare_model_for_kbit_training is not run "
+                                "(FSDP joins each layer's norms and 4-bit weights into one "
+                                "tensor of one type; TRL skips it for sharded QLoRA), so "
+                                "embeddings, output layer and norms stay in the base precision"),
     "bnb_current": N_("bitsandbytes 0.43.2 or later: a 4-bit layer keeps no copy of its input "
                       "for the backward pass"),
     "bnb_saves_inputs": N_("bitsandbytes 0.41 to 0.43.1: every 4-bit layer keeps its input "

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, Job, parse_config
-from app.engine.estimate import assumption_items, step_model, validate
+from app.engine.estimate import assumption_items, model_states, step_model, validate
 from app.engine.overhead import (
     FSDP_ALLOCATOR_RESERVE_FRACTION,
     NCCL_BUFFER_BYTES,
@@ -226,3 +226,18 @@ def test_more_cards_never_hold_more_beyond_the_added_buffers(slug: str, job: Job
     single = step_model(shape, one_card).totals(b, s)
     extras = sharded_extras(shape, job.sharding_impl, gpus=gpus, weight_bytes_per_param=4)
     assert n_cards.peak_live_bytes <= single.peak_live_bytes + extras.gathered + extras.buffers
+
+
+def test_fsdp_qlora_is_not_prepared_for_kbit_training() -> None:
+    """FSDP flattens a layer's norms with its bf16-stored 4-bit weights into one FlatParameter of
+    one dtype, so PEFT's fp32 casts cannot be in place (TRL skips them for sharded QLoRA); the
+    same amp job under DeepSpeed keeps the prepared recipe. The difference is exactly the
+    non-4-bit parameters at 4 instead of 2 bytes, on each of the 8 cards' shards."""
+    job = Job(method="qlora", gpus=8, sharding="zero3", gradient_checkpointing=True)
+    fsdp = dataclasses.replace(job, sharding_impl="fsdp")
+    not_4bit = LLAMA_70B.split.total - LLAMA_70B.split.linear
+    ds_weights = model_states(LLAMA_70B, job).weights_bytes
+    fsdp_weights = model_states(LLAMA_70B, fsdp).weights_bytes
+    assert ds_weights - fsdp_weights == pytest.approx((4 - 2) * not_4bit / 8, abs=8)
+    assert "qlora_prepared" in dict(assumption_items(LLAMA_70B, job))
+    assert "qlora_fsdp_unprepared" in dict(assumption_items(LLAMA_70B, fsdp))
