@@ -90,6 +90,10 @@ MAX_AUDIO_CHANNELS: Final = 4096
 ``shapes.FIELD_BOUNDS`` bounds every other integer a config gives."""
 
 FULL, SLIDING = "full_attention", "sliding_attention"
+GEMMA4_MODEL_TYPES: Final = frozenset({"gemma4", "gemma4_text"})
+"""The model types built here; their activations are approximated (assumption "gemma4": the
+sliding layers' attention widths on every layer, the per-layer-embedding inputs and the shared
+layers' double-wide MLP left out)."""
 
 
 @dataclass(frozen=True, slots=True)

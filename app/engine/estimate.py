@@ -24,6 +24,7 @@ from app.engine.activations import (
     activation_profile,
     regime_for,
 )
+from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES
 from app.engine.arch_moe import MLA_MODEL_TYPES, SINK_MODEL_TYPES
 from app.engine.capabilities import capabilities
 from app.engine.errors import EngineError
@@ -889,6 +890,9 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "(approximate, not measured)",
     "sinks": "attention sinks and sliding-window layers: activations modelled as full "
     "attention, the sinks as biases (approximate, not measured)",
+    "gemma4": "Gemma 4: activations modelled with the sliding layers' heads and head width on "
+    "every layer, without the per-layer-embedding inputs and the shared layers' wider MLP "
+    "(approximate, not measured)",
     "gpus": "%(gpus)s GPUs, data parallel, sharding %(sharding)s",
     "sharded_deepspeed": "ZeRO-3 as DeepSpeed runs it: its default gradient bucket (5e8 "
     "elements, held all run) and prefetch beside the gathered layer on each GPU",
@@ -978,6 +982,8 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
         items.append(("mla", {}))
     if shape.model_type in SINK_MODEL_TYPES:
         items.append(("sinks", {}))
+    if shape.model_type in GEMMA4_MODEL_TYPES:
+        items.append(("gemma4", {}))
     if job.gpus > 1:
         items.append(("gpus", {"gpus": job.gpus, "sharding": job.sharding}))
         if job.sharding == "zero3":  # whose buffers sharding.py added (one card adds none)

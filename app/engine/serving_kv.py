@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from app.engine.arch_gemma4 import cache_layers
+from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES, cache_layers
 from app.engine.errors import EngineError
 from app.engine.shapes import (
     FIELD_BOUNDS,
@@ -87,8 +87,6 @@ GEMMA3_SLIDING_PATTERN: Final = 6
 """Gemma 3's default ``sliding_window_pattern`` (transformers ``Gemma3TextConfig``): five local
 layers, then one global; released configs leave it out."""
 
-GEMMA4_TYPES: Final = ("gemma4", "gemma4_text")
-"""Model types whose layout :func:`app.engine.arch_gemma4.cache_layers` reads."""
 GEMMA4_WINDOW: Final = 512
 """``Gemma4TextConfig.sliding_window`` default (E2B, E4B; 26B and 31B give 1024)."""
 
@@ -247,7 +245,7 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
     if isinstance(nested, Mapping):
         config = {**config, **{k: v for k, v in nested.items() if v is not None}}
     cfg = _Reader(config)
-    if config.get("model_type") in GEMMA4_TYPES:
+    if config.get("model_type") in GEMMA4_MODEL_TYPES:
         return _gemma4_layout(cfg)
     if shape is not None:
         layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim

@@ -144,6 +144,9 @@ ASSUMPTION_LABELS = {
               "separately (approximate, not measured)"),
     "sinks": N_("attention sinks and sliding-window layers: activations modelled as full "
                 "attention, the sinks as biases (approximate, not measured)"),
+    "gemma4": N_("Gemma 4: activations modelled with the sliding layers' heads and head width "
+                 "on every layer, without the per-layer-embedding inputs and the shared layers' "
+                 "wider MLP (approximate, not measured)"),
     "gpus": N_("%(gpus)s GPUs, data parallel, sharding %(sharding)s"),
     "tower": N_("multimodal checkpoint: the language model is sized and trained; its vision "
                 "tower and projector (%(params)s parameters) are loaded beside it, frozen in "

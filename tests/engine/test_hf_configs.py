@@ -147,3 +147,15 @@ def test_a_gemma4_layer_types_list_of_the_wrong_length_is_refused_naming_the_fie
     with pytest.raises(EngineError) as caught:
         parse_config(config)
     assert caught.value.field == "layer_types"
+
+
+def test_a_gemma4_estimate_says_its_activations_are_approximate() -> None:
+    """The counts are exact; the activations are not modelled per attention width, nor the
+    per-layer-embedding inputs: every Gemma 4 estimate says so, a Gemma 3 one does not."""
+    from app.engine import GpuSpec, Job, estimate
+
+    card = [GpuSpec("h200", "H200", 141 * 10**9, "9.0")]
+    gemma4 = estimate(parse_config(_config("gemma-4-e2b-it")), Job(seq_len=1024), card)
+    gemma3 = estimate(parse_config(_config("gemma-3-4b-it")), Job(seq_len=1024), card)
+    assert "gemma4" in {key for key, _ in gemma4.assumption_items}
+    assert "gemma4" not in {key for key, _ in gemma3.assumption_items}
