@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.engine import activations, capabilities, overhead, sharding, states
+from app.engine import framework_litgpt as _litgpt
 from app.engine import activations_hybrid as _hybrid
 from app.engine.estimate import ENGINE_VERSION
 
@@ -89,6 +90,23 @@ TERMS: tuple[Term, ...] = (
         "Dettmers et al., QLoRA, arXiv 2305.14314, section 3; PEFT prepare_model_for_kbit_"
         "training; bitsandbytes MatMul4Bit (commit 9e753741, 0.43.2)",
         "app/engine/states.py, app/engine/activations.py",
+    ),
+    Term(
+        "litgpt", "LitGPT (--framework litgpt)",
+        "a tied embedding becomes its own lm_head (vocabulary x hidden more parameters); under "
+        "QLoRA lm_head is NF4 too and the largest 4-bit layer is held dequantised in fp16 and "
+        f"bf16 ({_litgpt.DEQUANTISED_BYTES_PER_PARAM} bytes per parameter); the previous "
+        f"micro-step's logits ({_litgpt.LOGIT_BYTES} x vocabulary per token) stay until the "
+        "next forward returns, and with bitsandbytes 0.41-0.43.1 every 4-bit input of its "
+        "graph too (the attention output and lm_head's input among them): peak = max(the "
+        "step's own moments, the end of the next forward); with FSDP and gradient "
+        "accumulation each GPU holds the unsharded gradients of every block that trains "
+        "(no_sync, use_orig_params)",
+        "read from litgpt (convert_hf_checkpoint.py, model.py, finetune/lora.py at e5493986 "
+        "and 00af8b0d; lit-gpt 8641822), Lightning's bitsandbytes plugin and FSDP strategy, "
+        "bitsandbytes 0.42.0 MatMul4Bit (ctx.tensors), PyTorch pull request 90546 and issue "
+        "91167; held to LitGPT's published tables (tools/calibrate/external)",
+        "app/engine/framework_litgpt.py",
     ),
     Term(
         "sharding", "Several GPUs",

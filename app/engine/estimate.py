@@ -22,10 +22,12 @@ from app.engine.activations import (
     Attention,
     LossHead,
     activation_profile,
+    bnb_saved_inputs_bytes_per_token,
     regime_for,
 )
 from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES
 from app.engine.arch_moe import MLA_MODEL_TYPES, SINK_MODEL_TYPES
+from app.engine import framework_litgpt as litgpt
 from app.engine.capabilities import capabilities
 from app.engine.errors import EngineError
 from app.engine.fit import PhaseTerms, StepModel
@@ -52,6 +54,7 @@ from app.engine.sharding import (
 )
 from app.engine.states import (
     ACCOUNTINGS,
+    KBIT_PREPARED_BYTES,
     METHODS,
     MOE_LORAS,
     NF4_BITS,
@@ -98,7 +101,11 @@ from app.engine.states import (
 # name the FSDP reserve fraction the total carries (issue 15).
 # 1.10.0: QLoRA under FSDP is not prepared by prepare_model_for_kbit_training (one dtype per
 # FlatParameter; TRL skips it for sharded QLoRA): embeddings, lm_head and norms stay bf16.
-ENGINE_VERSION = "1.10.0"
+# 1.11.0: what LitGPT holds beyond the shared model (framework_litgpt.py): its own lm_head for
+# tied checkpoints, QLoRA's NF4 lm_head dequantised via fp16, the previous micro-step held
+# into the next forward (with bitsandbytes < 0.43.2 its 4-bit inputs), FSDP's unsharded
+# gradients under no_sync (issue 15).
+ENGINE_VERSION = "1.11.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MAX_GPUS = 1024
@@ -404,11 +411,7 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
     With the optimizer step fused into backward (PyTorch's "optimizer in backward"), each
     layer's gradients are applied and freed as soon as they are complete, so only the largest
     layer's gradients are ever held."""
-    single = single_gpu_states(
-        shape, method=job.method, optimizer=job.optimizer, accounting=job.accounting,
-        lora=job.lora, quant=job.effective_quant, precision=job.training_precision,
-        kbit_prepare=_kbit_prepared(job),
-    )
+    single = _single_gpu_states(litgpt.as_built(shape, job.framework), job, job.accounting)
     sharded = shard_states(
         single, gpus=gpus or job.gpus, sharding=sharding or job.sharding, offload=job.offload
     )
@@ -422,12 +425,30 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
     )
 
 
+def _single_gpu_states(shape: ModelShape, job: Job, accounting: Accounting) -> ModelStates:
+    """The job's states on one GPU under ``accounting``; under LitGPT QLoRA with the output
+    layer in NF4 as well (framework_litgpt.py, point 2)."""
+    dtypes = job.training_precision
+    prepared = _kbit_prepared(job)
+    single = single_gpu_states(
+        shape, method=job.method, optimizer=job.optimizer, accounting=accounting,
+        lora=job.lora, quant=job.effective_quant, precision=dtypes, kbit_prepare=prepared,
+    )
+    if job.framework != litgpt.LITGPT or job.method != "qlora":
+        return single
+    base_bytes = KBIT_PREPARED_BYTES if prepared else dtypes.base_bytes
+    head = litgpt.quantised_head_bytes(shape, job.effective_quant, base_bytes)
+    return dataclasses.replace(single, weights_bytes=single.weights_bytes + head)
+
+
 # Bytes per element of autocast's bf16 copy of an fp32 weight.
 BF16_HEAD_COPY_BYTES = 2
 
 
 def step_model(shape: ModelShape, job: Job) -> StepModel:
     """The phases of one training step on one GPU, with their fixed bytes and coefficients."""
+    shape = litgpt.as_built(shape, job.framework)
+    on_litgpt = job.framework == litgpt.LITGPT
     states = model_states(shape, job)
     dtypes = job.training_precision
     pure_bf16 = dtypes.precision == "bf16"
@@ -476,6 +497,11 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
 
     gradients = states.gradients_bytes + states.adapter_grad_bytes
     held_gradients = gradients if job.gradient_accumulation > 1 else 0
+    if on_litgpt and zero3 and job.sharding_impl == "fsdp" and job.gradient_accumulation > 1:
+        # Lightning accumulates under FSDP's no_sync: whole gradients of every block that
+        # trains anything (framework_litgpt.py, point 6), instead of the sharded ones.
+        held_gradients = litgpt.no_sync_gradient_bytes(
+            shape, lora=job.lora, grad_bytes=2 if pure_bf16 or job.method != "full" else 4)
 
     # ZeRO-3/FSDP: the gathered layer(s) while computing (FSDP: and its root unit), and
     # DeepSpeed's gradient bucket for the whole run (sharding.py, with the sources).
@@ -506,9 +532,19 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         # require grad), one layer at a time. FSDP's mixed precision gathers such a base in
         # bf16 already (sharding.py), leaving autocast nothing to cast.
         dequantised = 2 * max(s.in_features * s.out_features for s in shape.linears)
+    if on_litgpt and job.method == "qlora":
+        # Lightning's 4-bit layers, lm_head among them, dequantise to fp16 and are cast to
+        # bf16 (framework_litgpt.py, points 2 and 3).
+        dequantised = litgpt.dequantised_bytes(shape)
 
+    old_bnb = job.method == "qlora" and job.bnb_saves_inputs and regime != "qlora"
+    if on_litgpt and old_bnb:
+        # LitGPT's attention output and lm_head input, kept by the old 4-bit layers too.
+        profile = litgpt.with_extra_bnb_inputs(
+            profile, shape, gradient_checkpointing=job.gradient_checkpointing,
+            activation_offload=job.activation_offload)
     fwd_fixed = copies + held_gradients + gathered + dequantised
-    moments = (
+    moments: tuple[PhaseTerms, ...] = (
         PhaseTerms(
             "end of forward (loss head)", "forward", static, fwd_fixed,
             profile.saved_per_token + _loss_rate(profile, "forward", job),
@@ -521,11 +557,13 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         ),
         PhaseTerms(
             "end of backward", "backward", static,
-            gradients + gathered + gathered_grads + dequantised,
+            max(gradients, held_gradients) + gathered + gathered_grads + dequantised,
             profile.layer_per_token, profile.layer_per_token_per_seq,
         ),
         PhaseTerms("optimizer step", "optimizer", static, gradients, 0, 0),
     )
+    if on_litgpt:
+        moments += (_litgpt_next_forward(shape, job, profile, static, fwd_fixed, old_bnb),)
     # The floor under every moment: the states that are all alive at once. Under the hf
     # accounting the article's 6 B/param of weights include autocast's bf16 copies, which
     # are freed by the optimizer step; the grid measures 16, not 18, B/param there.
@@ -561,6 +599,24 @@ def _fsdp_gathers_bf16(job: Job) -> bool:
     bf16 before the all-gather (sharding.py), so the gathered layers are bf16."""
     return _fsdp_sharded(job) and job.method == "lora" \
         and job.training_precision.base_dtype == "fp32"
+
+
+def _litgpt_next_forward(shape: ModelShape, job: Job, profile: ActivationProfile, static: int,
+                         fixed: int, old_bnb: bool) -> PhaseTerms:
+    """The end of a LitGPT forward while the previous micro-step's logits (and, with
+    bitsandbytes before 0.43.2, every 4-bit input of its graph) are still held
+    (framework_litgpt.py, point 5), besides this step's saved tensors and logits."""
+    layer_inputs, first_layer_skip = (
+        bnb_saved_inputs_bytes_per_token(shape, "lora") if old_bnb else (0, 0))
+    retained = litgpt.retained_per_token(
+        shape, bnb_layer_inputs=layer_inputs, bnb_first_layer_skip=first_layer_skip,
+        gradient_checkpointing=job.gradient_checkpointing,
+        activation_offload=job.activation_offload)
+    return PhaseTerms(
+        litgpt.NEXT_FORWARD_MOMENT, "forward", static, fixed,
+        profile.saved_per_token + litgpt.current_logits_per_token(shape) + retained,
+        profile.saved_per_token_per_seq + profile.forward_only_per_token_per_seq,
+    )
 
 
 def _stored_bytes_per_param(job: Job) -> float:
@@ -622,6 +678,8 @@ def estimate(
 ) -> EstimateResult:
     """Memory per GPU for ``job`` on ``shape``, held against each card in ``gpus``."""
     validate(shape, job)
+    given = shape
+    shape = litgpt.as_built(shape, job.framework)
     states = model_states(shape, job)
     model = step_model(shape, job)
     totals = model.totals(job.batch_size, job.seq_len)
@@ -649,12 +707,7 @@ def estimate(
             if not fit.fits:
                 levers.extend(_levers_for(models, job, gpu, options))
     by_accounting: dict[str, int] = {
-        acc: single_gpu_states(
-            shape, method=job.method, optimizer=job.optimizer, accounting=acc, lora=job.lora,
-            quant=job.effective_quant, precision=job.training_precision,
-            kbit_prepare=_kbit_prepared(job),
-        ).total_bytes
-        for acc in ACCOUNTINGS
+        acc: _single_gpu_states(shape, job, acc).total_bytes for acc in ACCOUNTINGS
     }
     return EstimateResult(
         engine_version=ENGINE_VERSION,
@@ -676,9 +729,9 @@ def estimate(
         phases={m.name: m.live(job.batch_size, job.seq_len) for m in model.moments},
         fits=fits,
         levers=tuple(levers),
-        assumptions=assumptions(shape, job),
+        assumptions=assumptions(given, job),
         warnings=_job_warnings(shape, job),
-        assumption_items=assumption_items(shape, job),
+        assumption_items=assumption_items(given, job),
         fidelity="exact" if shape.approximation is None else "approximate",
         approximated_from=() if shape.approximation is None else shape.approximation.fields,
     )
@@ -921,6 +974,20 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "framework_litgpt": "LitGPT preset: dtypes as its config-hub recipes (precision: "
     "bf16-true); LitGPT computes lm_head and the loss in chunks of 128 tokens "
     "(lm_head_chunk_size=128): set the loss head to chunked to model that",
+    "litgpt_own_head": "LitGPT keeps its own output layer: converting the checkpoint copies "
+    "the tied embedding into lm_head, %(params)s more parameters",
+    "litgpt_qlora": "LitGPT QLoRA: Lightning's bitsandbytes plugin quantises lm_head to NF4 as "
+    "well, from an fp16 copy, so each 4-bit matrix multiply holds the layer dequantised in "
+    "fp16 and cast to bf16 (4 bytes per parameter of the largest layer, the output layer)",
+    "litgpt_next_forward": "LitGPT keeps the previous micro-step's logits until the next "
+    "forward returns; counted as a moment of its own",
+    "litgpt_next_forward_bnb": "LitGPT keeps the previous micro-step's logits until the next "
+    "forward returns, and through them every input bitsandbytes 0.41 to 0.43.1 saved: each "
+    "step's peak is the end of the next forward with the previous step's 4-bit inputs still "
+    "held",
+    "litgpt_no_sync": "LitGPT accumulates gradients under FSDP's no_sync: each GPU holds the "
+    "whole, unsharded gradients of every layer that trains anything, frozen weights included "
+    "(use_orig_params), until the synchronising micro-step",
     "framework_unsloth": "Unsloth preset: dtypes as its defaults (fp32 adapters under bf16 "
     "autocast; a full fine-tune in pure bf16); its fused cross-entropy and offloaded "
     "checkpointing are not in the preset: set the loss head to chunked, gradient "
@@ -962,6 +1029,8 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     items.append(("precision_bf16" if dtypes.precision == "bf16" else "precision_amp", {}))
     if job.framework != "hf":
         items.append((f"framework_{job.framework}", {}))
+    if job.framework == "litgpt":
+        items += _litgpt_items(shape, job)
     if job.method != "full":
         items.append(("lora_bf16" if dtypes.adapter_dtype == "bf16" else "lora",
                       {"rank": job.lora_rank, "targets": _targets_text(job.lora_targets)}))
@@ -1001,6 +1070,22 @@ def _sharded_items(shape: ModelShape, job: Job) -> list[Assumption]:
     if job.method == "qlora" and job.framework != "torchtune":
         items.append(("qlora_stats_whole",
                       {"stats_bytes": quant_state_bytes(shape, job.effective_quant)}))
+    return items
+
+
+def _litgpt_items(shape: ModelShape, job: Job) -> list[Assumption]:
+    """What LitGPT holds beyond the shared model (framework_litgpt.py), for ``shape`` as the
+    checkpoint ties it or not."""
+    items: list[Assumption] = []
+    if shape.tied_embeddings:
+        items.append(("litgpt_own_head", {"params": shape.vocab_size * shape.hidden_size}))
+    if job.method == "qlora":
+        items.append(("litgpt_qlora", {}))
+    old_bnb = job.method == "qlora" and job.bnb_saves_inputs
+    items.append(("litgpt_next_forward_bnb" if old_bnb else "litgpt_next_forward", {}))
+    if (job.sharding == "zero3" and job.sharding_impl == "fsdp" and job.gpus > 1
+            and job.gradient_accumulation > 1):
+        items.append(("litgpt_no_sync", {}))
     return items
 
 

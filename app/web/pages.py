@@ -37,6 +37,7 @@ TERM_TITLES = {
     "lora": N_("LoRA adapter"),
     "qlora": N_("QLoRA base"),
     "sharding": N_("Several GPUs"),
+    "litgpt": N_("LitGPT (--framework litgpt)"),
     "layer-activations": N_("Activations per decoder layer"),
     "hybrid-layers": N_("Linear-attention and Mamba layers (hybrid models)"),
     "checkpointing": N_("Gradient checkpointing"),

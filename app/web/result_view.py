@@ -189,6 +189,22 @@ ASSUMPTION_LABELS = {
     "framework_litgpt": N_("LitGPT preset: precision as its recipes (bf16-true); LitGPT computes "
                            "the output layer and the loss in chunks: choose the chunked loss to "
                            "model that"),
+    "litgpt_own_head": N_("LitGPT keeps its own output layer: converting the checkpoint copies "
+                          "the tied embedding into it, %(params)s more parameters"),
+    "litgpt_qlora": N_("LitGPT QLoRA: Lightning quantises the output layer to 4 bits as well, "
+                       "from an fp16 copy, so each 4-bit matrix multiply holds the layer "
+                       "unpacked in fp16 and in bf16 (4 bytes per parameter of the largest "
+                       "layer, the output layer)"),
+    "litgpt_next_forward": N_("LitGPT keeps the previous micro-step's logits until the next "
+                              "forward pass returns; counted as a moment of its own"),
+    "litgpt_next_forward_bnb": N_("LitGPT keeps the previous micro-step's logits until the "
+                                  "next forward pass returns, and with them every input "
+                                  "bitsandbytes 0.41 to 0.43.1 saved: the peak is the end of "
+                                  "the next forward pass with the previous step's 4-bit inputs "
+                                  "still held"),
+    "litgpt_no_sync": N_("LitGPT accumulates gradients under FSDP's no_sync: each GPU holds the "
+                         "whole, unsharded gradients of every layer that trains anything, "
+                         "frozen weights included, until the synchronising micro-step"),
     "framework_unsloth": N_("Unsloth preset: precision as its defaults; its fused loss and "
                             "offloaded checkpointing are not in the preset: choose the chunked "
                             "loss, gradient checkpointing and activation offloading to model "

@@ -98,8 +98,11 @@ def test_a_framework_preset_is_the_same_as_its_explicit_dtypes(framework: Any,
         explicit |= {"adapter_dtype": preset.adapter_dtype, "base_dtype": preset.base_dtype}
     shape = reference_shape("llama-3.1-8b")
     by_preset = estimate(shape, Job(method=method, framework=framework), [])
-    by_hand = estimate(shape, Job(method=method, **explicit), [])
+    by_hand = estimate(shape, Job(method=method, framework=framework, **explicit), [])
     assert by_preset.per_gpu_bytes == by_hand.per_gpu_bytes
+    if framework != "litgpt":  # LitGPT's own terms beyond dtypes: test_framework_litgpt.py
+        shared = estimate(shape, Job(method=method, **explicit), [])
+        assert by_preset.per_gpu_bytes == shared.per_gpu_bytes
 
 
 def test_torchtune_and_litgpt_train_in_pure_bf16_and_hf_in_amp() -> None:
