@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.engine import activations, capabilities, overhead, sharding, states
-from app.engine import framework_litgpt as _litgpt
 from app.engine import activations_hybrid as _hybrid
+from app.engine import framework_litgpt as _litgpt
 from app.engine.estimate import ENGINE_VERSION
 
 

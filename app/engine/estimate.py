@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from app.engine import framework_litgpt as litgpt
 from app.engine.activations import (
     ATTENTIONS,
     LOSS_HEADS,
@@ -27,7 +28,6 @@ from app.engine.activations import (
 )
 from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES
 from app.engine.arch_moe import MLA_MODEL_TYPES, SINK_MODEL_TYPES
-from app.engine import framework_litgpt as litgpt
 from app.engine.capabilities import capabilities
 from app.engine.errors import EngineError
 from app.engine.fit import PhaseTerms, StepModel

@@ -15,7 +15,7 @@ import statistics
 import pytest
 
 from tools.calibrate.external import results
-from tools.calibrate.external.compare import FIGURES, Case
+from tools.calibrate.external.compare import FIGURES, FIRST_STEP, Case
 
 # Slack on a recorded median, in percentage points: the file keeps two decimals, and a change
 # that moves a median by less than half a point is noise on figures printed to 0.01 GB.
@@ -60,6 +60,15 @@ def test_every_excluded_figure_says_why() -> None:
         assert reason is None or (isinstance(reason, str) and reason.strip()), figure["id"]
     listed = {row["id"] for row in RECORDED["cases"] if row["excluded"]}
     assert listed == {f["id"] for f in figures if f.get("excluded")}
+
+
+def test_every_first_step_figure_says_why() -> None:
+    figures = json.loads(FIGURES.read_text(encoding="utf-8"))["figures"]
+    first = [f for f in figures if f.get("peak_step") is not None]
+    assert first, "the 2023 LitGPT rows peak in their first step"
+    for figure in first:
+        assert figure["peak_step"] == FIRST_STEP, figure["id"]
+        assert figure.get("peak_step_note", "").strip(), figure["id"]
 
 
 @pytest.mark.parametrize("source", sorted(RECORDED["per_source"]))

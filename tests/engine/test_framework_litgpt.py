@@ -8,23 +8,26 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.engine import Job, estimate
+from app.engine import EstimateResult, Job, ModelShape, estimate
 from app.engine.framework_litgpt import NEXT_FORWARD_MOMENT
 from app.engine.states import NF4_BITS, QUANT_STATE_MODULE_BYTES
 from tests.engine.reference import reference_shape
 
-PURE = {"precision": "bf16", "adapter_dtype": "bf16", "base_dtype": "bf16"}
+
+def _pure_bf16(job: Job) -> Job:
+    """The same job under the Hugging Face preset with LitGPT's dtypes (bf16-true)."""
+    return dataclasses.replace(job, framework="hf", precision="bf16", adapter_dtype="bf16",
+                               base_dtype="bf16")
 
 
-def _pair(slug: str, **job: object) -> tuple:  # type: ignore[type-arg]
+def _pair(slug: str, job: Job) -> tuple[ModelShape, EstimateResult, EstimateResult]:
     shape = reference_shape(slug)
-    litgpt = estimate(shape, Job(framework="litgpt", **job), [])  # type: ignore[arg-type]
-    hf = estimate(shape, Job(**PURE, **job), [])  # type: ignore[arg-type]
-    return shape, litgpt, hf
+    litgpt = estimate(shape, dataclasses.replace(job, framework="litgpt"), [])
+    return shape, litgpt, estimate(shape, _pure_bf16(job), [])
 
 
 def test_a_tied_checkpoint_gets_its_own_output_layer() -> None:
-    shape, litgpt, hf = _pair("llama-3.2-3b", method="lora")
+    shape, litgpt, hf = _pair("llama-3.2-3b", Job(method="lora"))
     assert shape.tied_embeddings
     head = shape.vocab_size * shape.hidden_size
     assert litgpt.per_gpu_bytes.weights - hf.per_gpu_bytes.weights == 2 * head
@@ -33,23 +36,23 @@ def test_a_tied_checkpoint_gets_its_own_output_layer() -> None:
 
 
 def test_an_untied_lora_step_peaks_as_the_shared_model_does() -> None:
-    _, litgpt, hf = _pair("llama-3.1-8b", method="lora")
+    _, litgpt, hf = _pair("llama-3.1-8b", Job(method="lora"))
     assert litgpt.per_gpu_bytes.weights == hf.per_gpu_bytes.weights
     assert litgpt.peak_live_bytes == hf.peak_live_bytes
     assert NEXT_FORWARD_MOMENT in litgpt.phases
 
 
 def test_qlora_stores_the_output_layer_in_nf4() -> None:
-    shape, litgpt, hf = _pair("llama-3.1-8b", method="qlora", quant="nf4")
+    shape, litgpt, hf = _pair("llama-3.1-8b", Job(method="qlora", quant="nf4"))
     head = shape.split.lm_head
     nf4 = round(head * NF4_BITS["nf4"] / 8) + QUANT_STATE_MODULE_BYTES["nf4"]
     assert hf.per_gpu_bytes.weights - litgpt.per_gpu_bytes.weights == 2 * head - nf4
 
 
 def test_old_bitsandbytes_peaks_at_the_next_forward_with_the_previous_inputs() -> None:
-    job = {"method": "qlora", "batch_size": 2, "seq_len": 512}
-    shape, old, _ = _pair("llama-3.1-8b", bnb_saves_inputs=True, **job)
-    _, current, _ = _pair("llama-3.1-8b", **job)
+    job = Job(method="qlora", batch_size=2, seq_len=512)
+    shape, old, _ = _pair("llama-3.1-8b", dataclasses.replace(job, bnb_saves_inputs=True))
+    _, current, _ = _pair("llama-3.1-8b", job)
     assert old.peak_phase == "forward"
     assert old.phases[NEXT_FORWARD_MOMENT] == old.peak_live_bytes
     assert current.phases[NEXT_FORWARD_MOMENT] < current.peak_live_bytes
@@ -72,5 +75,5 @@ def test_fsdp_accumulation_holds_unsharded_gradients_of_every_block() -> None:
     blocks = shape.total_params - shape.split.embedding - shape.split.lm_head
     assert accumulating.peak_live_bytes - syncing.peak_live_bytes >= 2 * blocks * 0.99
     assert any("no_sync" in text for text in accumulating.assumptions)
-    hf = estimate(shape, dataclasses.replace(job, framework="hf", **PURE), [])
+    hf = estimate(shape, _pure_bf16(job), [])
     assert hf.peak_live_bytes < accumulating.peak_live_bytes
