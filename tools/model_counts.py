@@ -10,7 +10,9 @@ writes one JSON object per config:
   checkpoint as ``AutoModelForCausalLM`` (or, for an image-text checkpoint that it does not
   map, ``AutoModelForImageTextToText``) builds it;
 * ``text_total``: the language model alone (decoder and lm_head), without the vision or audio
-  tower and their projector; ``tower``: the difference;
+  tower and their projector; ``tower``: the difference; ``audio_tower``: of it, the audio
+  encoder and its embedder (modules named ``audio_tower``/``embed_audio``; Gemma 4 E2B, E4B),
+  written only where there is one;
 * ``linear``: weights of the ``nn.Linear`` layers of the language model, lm_head excluded
   (what bitsandbytes stores in 4 bit): those of the decoder blocks and any beside them, such
   as Gemma 4's ``per_layer_model_projection``; ``expert_tensors``: parameters of the
@@ -46,6 +48,8 @@ MAMBA_REFUSED = ("out_proj", "conv1d")
 # Module names, below the top model, that hold the language model of a multimodal checkpoint
 # (transformers 5: ``model.language_model`` beside ``model.vision_tower`` / ``model.visual``).
 LANGUAGE_MODEL_NAMES = ("language_model",)
+# Modules holding an audio encoder and its projection into the text width (Gemma 4).
+AUDIO_MODULE_NAMES = ("audio_tower", "embed_audio")
 
 
 def _build(raw: dict[str, Any]) -> Any:
@@ -139,12 +143,15 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
     import peft
     import transformers
 
+    audio = sum(p.numel() for n, p in params.values()
+                if any(part in AUDIO_MODULE_NAMES for part in n.split(".")))
     return {
         "model_type": raw.get("model_type"),
         "class": type(model).__name__,
         "total": total,
         "text_total": text_total,
         "tower": total - text_total,
+        **({"audio_tower": audio} if audio else {}),
         "linear": linear,
         "expert_tensors": experts,
         "routers": routers,

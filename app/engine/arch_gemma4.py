@@ -327,11 +327,9 @@ def gemma4(cfg: _Config) -> ModelShape:
     tied = cfg.flag("tie_word_embeddings", True)
     head = 0 if tied else shape.vocab_size * shape.hidden_size
     split: ParamSplit = replace(shape.split, lm_head=head)
-    tower = 0
     vision = _tower(cfg, "vision_config", VISION_DEFAULTS)
-    if vision is not None:
-        tower += vision_params(vision, shape.hidden_size)
     audio = _tower(cfg, "audio_config", AUDIO_DEFAULTS)
-    if audio is not None:
-        tower += audio_params(audio, shape.hidden_size)
-    return replace(shape, tied_embeddings=tied, split=split, tower_params=tower)
+    heard = 0 if audio is None else audio_params(audio, shape.hidden_size)
+    seen = 0 if vision is None else vision_params(vision, shape.hidden_size)
+    return replace(shape, tied_embeddings=tied, split=split, tower_params=seen + heard,
+                   audio_tower_params=heard)

@@ -885,6 +885,9 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "units": "GB = 10^9 bytes; every figure is per GPU",
     "tower": "multimodal checkpoint: the language model is sized and trained; its vision tower "
     "and projector (%(params)s parameters) are loaded beside it, frozen in bf16, never adapted",
+    "tower_audio": "multimodal checkpoint: the language model is sized and trained; its vision "
+    "and audio towers and their projectors (%(params)s parameters, %(audio)s of them the audio "
+    "tower's) are loaded beside it, frozen in bf16, never adapted",
     "tower_lora": "LoRA targets the language model only: PEFT's all-linear on the whole "
     "multimodal checkpoint adapts the vision tower's linear layers too (about 9 million more "
     "parameters at rank 16); name the language model's modules to train what is sized here",
@@ -1003,7 +1006,10 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     if shape.approximation is not None:
         items.append(("approximate", {"model_type": shape.approximation.model_type,
                                       "fields": ", ".join(shape.approximation.fields)}))
-    if shape.tower_params:
+    if shape.audio_tower_params:
+        items.append(("tower_audio", {"params": shape.tower_params,
+                                      "audio": shape.audio_tower_params}))
+    elif shape.tower_params:
         items.append(("tower", {"params": shape.tower_params}))
     if shape.tower_params and job.method != "full" and job.lora_targets == "all-linear":
         items.append(("tower_lora", {}))

@@ -303,6 +303,8 @@ SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
     "units": "bytes; GiB = 1024^3 bytes; per GPU",
     "tower": "multimodal checkpoint: its vision tower (%(params)s parameters) is loaded beside "
     "the language model in 16-bit",
+    "tower_audio": "multimodal checkpoint: its vision and audio towers (%(params)s parameters, "
+    "%(audio)s of them the audio tower's) are loaded beside the language model in 16-bit",
     "vllm": "vLLM %(version)s start-up arithmetic: total x gpu_memory_utilization minus weights, "
     "the profile run's activation peak (max_num_batched_tokens by card size unless given) and "
     "non-torch memory; the rest is the KV cache, in blocks of 16 tokens",
@@ -669,7 +671,10 @@ def assumption_items(shape: ModelShape, layout: KvLayout, job: ServingJob
         items.append(("approximate", {"model_type": shape.approximation.model_type,
                                       "fields": ", ".join(shape.approximation.fields)}))
     items.append(("units", {}))
-    if shape.tower_params:
+    if shape.audio_tower_params:
+        items.append(("tower_audio", {"params": shape.tower_params,
+                                      "audio": shape.audio_tower_params}))
+    elif shape.tower_params:
         items.append(("tower", {"params": shape.tower_params}))
     if job.runtime == "vllm":
         items += [("vllm", {"version": VLLM_VERSION}), ("vllm_graphs", {})]

@@ -160,6 +160,8 @@ class ModelShape:
     # A multimodal checkpoint's vision/audio tower and projector: loaded beside the language
     # model, frozen, never adapted (app/engine/arch_multimodal.py); not in ``split``.
     tower_params: int = 0
+    # Of tower_params, an audio encoder and its embedder (Gemma 4 E2B, E4B), named on the page.
+    audio_tower_params: int = 0
     # Hybrid models' linear-attention or Mamba layers (arch_hybrid.py).
     mixer: MixerLayers | None = None
 

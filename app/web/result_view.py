@@ -151,6 +151,10 @@ ASSUMPTION_LABELS = {
     "tower": N_("multimodal checkpoint: the language model is sized and trained; its vision "
                 "tower and projector (%(params)s parameters) are loaded beside it, frozen in "
                 "bf16, never adapted"),
+    "tower_audio": N_("multimodal checkpoint: the language model is sized and trained; its "
+                      "vision and audio towers and their projectors (%(params)s parameters, "
+                      "%(audio)s of them the audio tower's) are loaded beside it, frozen in "
+                      "bf16, never adapted"),
     "tower_lora": N_("LoRA targets the language model only: PEFT's all-linear on the whole "
                      "multimodal checkpoint adapts the vision tower's linear layers too (about "
                      "9 million more parameters at rank 16); name the language model's modules "

@@ -64,6 +64,9 @@ ASSUMPTIONS: Final = {
     "units": N_("GB = 10⁹ bytes; per GPU"),
     "tower": N_("multimodal checkpoint: its vision tower (%(params)s parameters) is loaded "
                 "beside the language model in 16-bit"),
+    "tower_audio": N_("multimodal checkpoint: its vision and audio towers (%(params)s "
+                      "parameters, %(audio)s of them the audio tower's) are loaded beside the "
+                      "language model in 16-bit"),
     "vllm": N_("vLLM %(version)s as it sizes memory at start-up: the card times its memory "
                "share (0.9) less the weights, the activation peak of its profile run and "
                "runtime memory; the rest holds the KV cache, in blocks of 16 tokens"),

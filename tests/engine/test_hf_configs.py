@@ -46,6 +46,7 @@ def test_a_vision_tower_is_counted_beside_the_language_model(slug: str) -> None:
     shape = parse_config(_config(slug))
     assert shape.tower_params == EXPECTED[slug]["tower"]
     assert shape.total_params + shape.tower_params == EXPECTED[slug]["total"]
+    assert shape.audio_tower_params == EXPECTED[slug].get("audio_tower", 0)
 
 
 @pytest.mark.parametrize("slug", sorted(EXPECTED))
@@ -159,3 +160,24 @@ def test_a_gemma4_estimate_says_its_activations_are_approximate() -> None:
     gemma3 = estimate(parse_config(_config("gemma-3-4b-it")), Job(seq_len=1024), card)
     assert "gemma4" in {key for key, _ in gemma4.assumption_items}
     assert "gemma4" not in {key for key, _ in gemma3.assumption_items}
+
+
+@pytest.mark.parametrize(("slug", "key"), [("gemma-4-e4b-it", "tower_audio"),
+                                           ("gemma-4-31b-it", "tower")])
+def test_the_estimate_names_an_audio_tower_where_the_checkpoint_has_one(
+        slug: str, key: str) -> None:
+    """E2B and E4B carry an audio encoder beside the vision tower; the 26B and 31B do not.
+    Training and serving estimates both say what the towers add, and how much is audio."""
+    from app.engine import GpuSpec, Job, estimate
+    from app.engine.serving import ServingJob, serving_estimate
+    from app.engine.serving_kv import kv_layout
+
+    config = _config(slug)
+    shape = parse_config(config)
+    card = GpuSpec("h200", "H200", 141 * 10**9, "9.0")
+    training = dict(estimate(shape, Job(seq_len=1024), [card]).assumption_items)
+    assert training[key]["params"] == EXPECTED[slug]["tower"]
+    assert training[key].get("audio", 0) == EXPECTED[slug].get("audio_tower", 0)
+    assert ({"tower", "tower_audio"} - {key}).isdisjoint(training)
+    serving = serving_estimate(shape, kv_layout(config, shape), ServingJob(), [])
+    assert dict(serving.assumption_items)[key]["params"] == EXPECTED[slug]["tower"]
