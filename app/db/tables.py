@@ -44,7 +44,7 @@ from app.accounts.roles import STAFF_ROLES
 from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS
 from app.db.base import Base, utcnow
 from app.db.types import UtcDateTime
-from app.quotes.schemas import ITEM_KINDS, LINE_KINDS, QUOTE_STATUSES
+from app.quotes.schemas import ITEM_KINDS, LINE_KINDS, QUOTE_STATUSES, WORKLOADS
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
@@ -211,6 +211,7 @@ class QuoteRequest(Base):
         CheckConstraint(_in("item_kind", ITEM_KINDS), name="item_kind"),
         CheckConstraint("quantity > 0", name="quantity_positive"),
         CheckConstraint(_in("status", QUOTE_STATUSES), name="status"),
+        CheckConstraint(_in("workload", WORKLOADS), name="workload"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -234,6 +235,11 @@ class QuoteRequest(Base):
     calculator_query: Mapped[str] = mapped_column(Text)
     engine_version: Mapped[str] = mapped_column(String(32))
     sizing: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Which calculator the request came from: the fine-tuning one at / ("training", also the
+    # partner API's) or the Serve mode at /serve ("serving"); ``calculator_query`` holds that
+    # calculator's inputs and ``sizing`` its snapshot.
+    workload: Mapped[str] = mapped_column(String(16), default="training",
+                                          server_default="training")
     # Workflow (staff desk): new -> in_progress -> sent -> accepted | expired.
     status: Mapped[str] = mapped_column(String(16), default="new", server_default="new")
     # Set when a partner created the request through the API; a partner sees only its own.

@@ -24,7 +24,7 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 
 from app.config import TEMPLATES_DIR, Settings
-from app.html import i18n
+from app.html import i18n, serving_labels
 from app.html.forms import FieldError
 from app.html.htmx import is_htmx
 
@@ -112,6 +112,7 @@ def environment() -> Environment:
     env.filters["day"] = _day
     env.filters["moment"] = _moment
     env.globals["error_text"] = _error_text
+    env.globals["serving_labels"] = serving_labels
     return env
 
 

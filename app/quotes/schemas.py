@@ -11,6 +11,10 @@ from typing import Any, Literal, get_args
 ItemKind = Literal["gpu", "system"]
 ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
 """What a customer or partner can ask a quote for: a card or a system of the catalog."""
+Workload = Literal["training", "serving"]
+WORKLOADS: tuple[Workload, ...] = get_args(Workload)
+"""Which calculator a request's sizing came from: fine-tuning (``/``, the partner API) or
+serving (``/serve``)."""
 LineKind = Literal[ItemKind, "other"]
 LINE_KINDS: tuple[LineKind, ...] = get_args(LineKind)
 """What staff can price on a line: a catalog item, or anything else (installation, shipping)."""
@@ -50,3 +54,4 @@ class QuoteRequestRecord:
     calculator_query: str
     engine_version: str
     sizing: dict[str, Any]
+    workload: Workload = "training"

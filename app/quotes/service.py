@@ -19,9 +19,11 @@ from app.catalog.schemas import Catalog
 from app.db.tables import QuoteRequest
 from app.errors import InvalidInput, NotFound
 from app.estimates import service as estimates_service
+from app.estimates import serving as serving_service
 from app.estimates.service import EstimateCache, EstimateRequest, Sizing
+from app.estimates.serving import ServingRequest, ServingSizing
 from app.quotes import repository
-from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord
+from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord, Workload
 
 TOKEN_BYTES = 24
 """secrets.token_urlsafe(24): 192 random bits, 32 characters; unguessable."""
@@ -92,6 +94,42 @@ def snapshot(sizing: Sizing, item_fit: dict[str, Any], query: dict[str, str]) ->
     }
 
 
+def serving_item(catalog: Catalog, sizing: ServingSizing, request: ServingRequest,
+                 kind: ItemKind, slug: str) -> tuple[str, Decimal | None, dict[str, Any]]:
+    """The name, price and serving fit of the card or system asked for, as the Serve page
+    showed its row: the card on as many cards as the customer set (``gpus``), or the system
+    with all its cards tensor parallel; the fit is empty when the sizing holds no row for it
+    (a card other than the one the customer checked)."""
+    if kind == "gpu":
+        gpu = catalog.gpu(slug)
+        fit = next((f for f in sizing.result.fits if f.gpu == slug), None)
+        return gpu.name, gpu.price_eur_net, (
+            {**asdict(fit), "gpus": request.job.gpus} if fit is not None else {})
+    system = catalog.system(slug)
+    row = next((r for r in sizing.systems if r.system.slug == slug), None)
+    return system.name, system.price_eur_net, (
+        {**asdict(row.fit), "gpu": row.gpu.slug, "gpus": row.gpus} if row is not None else {})
+
+
+def serving_snapshot(sizing: ServingSizing, item_fit: dict[str, Any], query: dict[str, str],
+                     model_name: str) -> dict[str, Any]:
+    """The whole serving sizing as the customer saw it on /serve, JSON-ready (with the
+    model's Hub name, which pages show)."""
+    return {
+        "workload": "serving",
+        "model_name": model_name,
+        "calculator": query,
+        "item_fit": item_fit,
+        "result": sizing.result.to_dict(),
+        "systems": [
+            {"slug": r.system.slug, "name": r.system.name, "gpu": r.gpu.slug, "gpus": r.gpus,
+             "fits": r.fit.fits, "max_concurrency": r.fit.max_concurrency,
+             "total_bytes_per_gpu": r.fit.per_gpu_bytes.total}
+            for r in sizing.systems
+        ],
+    }
+
+
 def create_request(
     session: Session, *, catalog: Catalog, estimate: EstimateRequest,
     estimates: EstimateCache, calculator_query: dict[str, str], item_kind: ItemKind,
@@ -105,15 +143,51 @@ def create_request(
     _check(contact, partner_reference)
     sizing = estimates_service.sizing(catalog, estimate, cache=estimates)
     name, price, item_fit = _item(catalog, sizing, item_kind, item_slug)
+    return _store(
+        session, workload="training", item=(item_kind, item_slug, name, price),
+        query=calculator_query, engine_version=sizing.result.engine_version,
+        sizing=snapshot(sizing, item_fit, calculator_query), contact=contact, locale=locale,
+        partner_id=partner_id, partner_reference=partner_reference)
+
+
+def create_serving_request(
+    session: Session, *, catalog: Catalog, serving: ServingRequest, estimates: EstimateCache,
+    calculator_query: dict[str, str], item_kind: ItemKind, item_slug: str, contact: Contact,
+    locale: str,
+) -> QuoteRequestRecord:
+    """Store a quote request asked from the Serve page with its serving sizing (recomputed
+    here, never taken from the browser): workload "serving", the Serve page's inputs in
+    ``calculator_query``. Raises InvalidInput / NotFound naming the field."""
+    _check(contact)
+    sizing = serving_service.serving_sizing(catalog, serving, cache=estimates)
+    name, price, item_fit = serving_item(catalog, sizing, serving, item_kind, item_slug)
+    return _store(
+        session, workload="serving", item=(item_kind, item_slug, name, price),
+        query=calculator_query, engine_version=sizing.result.engine_version,
+        sizing=serving_snapshot(sizing, item_fit, calculator_query, _model_name(catalog, serving)),
+        contact=contact, locale=locale)
+
+
+def _model_name(catalog: Catalog, serving: ServingRequest) -> str:
+    """The catalog model's Hub name (a request from /serve always names a catalog model)."""
+    if serving.model_slug is None:
+        return ""
+    return estimates_service.find_model(catalog, serving.model_slug).hf_id
+
+
+def _store(session: Session, *, workload: Workload,
+           item: tuple[ItemKind, str, str, Decimal | None], query: dict[str, str],
+           engine_version: str, sizing: dict[str, Any], contact: Contact, locale: str,
+           partner_id: int | None = None,
+           partner_reference: str | None = None) -> QuoteRequestRecord:
+    kind, slug, name, price = item
     row = QuoteRequest(
         token=secrets.token_urlsafe(TOKEN_BYTES), reference=_reference(session), locale=locale,
         name=contact.name, company=contact.company, email=contact.email,
         country=contact.country, vat_id=contact.vat_id, message=contact.message,
-        quantity=contact.quantity, item_kind=item_kind, item_slug=item_slug, item_name=name,
-        item_sku_price_eur_net=price,
-        calculator_query=urlencode(calculator_query),
-        engine_version=sizing.result.engine_version,
-        sizing=snapshot(sizing, item_fit, calculator_query),
+        quantity=contact.quantity, item_kind=kind, item_slug=slug, item_name=name,
+        item_sku_price_eur_net=price, calculator_query=urlencode(query),
+        engine_version=engine_version, sizing=sizing, workload=workload,
         partner_id=partner_id, partner_reference=partner_reference,
     )
     return repository.add(session, row)

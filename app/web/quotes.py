@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Annotated, Protocol
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Protocol
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
@@ -29,6 +29,7 @@ from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.config import Settings
 from app.errors import InvalidInput, NotFound
+from app.estimates import serving as serving_service
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
 from app.html.templating import render
@@ -36,10 +37,12 @@ from app.http.session import DbSession
 from app.ops.clients import client_identity
 from app.quotes import desk
 from app.quotes import service as quotes_service
-from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord
-from app.web import calculator, quote_form, result_view
+from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord, Workload
+from app.web import calculator, quote_form, result_view, sizing_page
 from app.web import calculator_form as calc_form
+from app.web import serving_form as serve_form
 from app.web.calculator_form import CalculatorInput
+from app.web.serving_form import ServeInput
 
 router = APIRouter(include_in_schema=False)
 
@@ -96,27 +99,41 @@ def shop_quote_url(settings: Settings, record: QuoteRequestRecord) -> str | None
 
 @dataclass(frozen=True)
 class _Asked:
-    """What a quote form is about: the calculator input, the item, and its sizing."""
+    """What a quote form is about: the calculator input, the item, and its sizing.
 
-    calc: CalculatorInput
+    A fine-tuning request has the calculator's result ``view``; a serving one (``workload``
+    "serving", from /serve) has ``item_fit``, the item's row of the serving sizing, or
+    ``sizing_errors`` naming the Serve fields its link got wrong, shown on the form instead of
+    an error page (the contact form is then left out: nothing can be quoted as asked)."""
+
+    calc: CalculatorInput | ServeInput
     kind: ItemKind
     slug: str
     name: str
-    view: result_view.ResultView
     catalog: Catalog
+    query: dict[str, str]
+    """The calculator's inputs the form carries along (hidden) and the request keeps."""
+    back_url: str
+    workload: Workload = "training"
+    view: result_view.ResultView | None = None
+    item_fit: dict[str, Any] = field(default_factory=dict)
+    sizing_errors: FieldErrors = field(default_factory=FieldErrors)
+    status: int = 200
 
 
 def _resolve(request: Request, session: Session, cached: Caches,
              data: Mapping[str, str]) -> _Asked:
     """The item and sizing a form carries; NotFound / InvalidInput render as error pages.
     A Hugging Face repository id is looked up as the calculator looks it up."""
-    calc, calc_errors = calc_form.parse(data)
     item = quote_form.parse_item(data.get("item", ""))
     catalog = catalog_service.get_catalog(session, cached.catalog)
     if item is None:
         raise NotFound("no such card or system", field="item")
     kind, slug = item
     name = catalog.gpu(slug).name if kind == "gpu" else catalog.system(slug).name
+    if data.get("workload") == "serving":
+        return _resolve_serving(catalog, cached, data, kind, slug, name)
+    calc, calc_errors = calc_form.parse(data)
     if calc.is_custom:
         raise InvalidInput("a pasted config.json cannot be carried into a quote link",
                            field="model")
@@ -127,21 +144,44 @@ def _resolve(request: Request, session: Session, cached: Caches,
         raise NotFound("not in the catalog", field="model") if status == 404 else InvalidInput(
             "the sizing parameters are not valid", field="calculator"
         )
-    return _Asked(calc, kind, slug, name, view, catalog)
+    return _Asked(calc, kind, slug, name, catalog, query=calc.query(), back_url=calc.url(),
+                  view=view)
+
+
+def _resolve_serving(catalog: Catalog, cached: Caches, data: Mapping[str, str],
+                     kind: ItemKind, slug: str, name: str) -> _Asked:
+    """A quote link from /serve: every Serve input parsed as the Serve page parses it and the
+    item's row of that serving sizing; a refused input is kept beside its field's name."""
+    calc, errors = serve_form.parse(data)
+    serving = calc.request()
+
+    def item_fit() -> dict[str, Any]:
+        sizing = serving_service.serving_sizing(catalog, serving, cache=cached.estimates)
+        return quotes_service.serving_item(catalog, sizing, serving, kind, slug)[2]
+
+    fit, status = sizing_page.size(catalog, calc.gpu, errors, item_fit,
+                                   error_field=serve_form.engine_error_field)
+    return _Asked(calc, kind, slug, name, catalog,
+                  query={"workload": "serving", **calc.quote_query()}, back_url=calc.url(),
+                  workload="serving", item_fit=fit or {}, sizing_errors=errors, status=status)
 
 
 def _form_page(request: Request, asked: _Asked, *, contact: Contact | None = None,
-               errors: FieldErrors | None = None, status: int = 200,
+               errors: FieldErrors | None = None, status: int | None = None,
                limited: Limited | None = None,
                headers: Mapping[str, str] | None = None) -> HTMLResponse:
+    model = next((m for m in asked.catalog.models if m.slug == asked.calc.model), None)
     return render(
         request, FORM_TEMPLATE,
         {"calc": asked.calc, "view": asked.view, "item": f"{asked.kind}:{asked.slug}",
          "item_kind": asked.kind, "item_slug": asked.slug, "item_name": asked.name,
+         "workload": asked.workload, "query": asked.query, "back_url": asked.back_url,
+         "model": model, "item_fit": asked.item_fit,
+         "sizing_errors": asked.sizing_errors.messages,
          "contact": contact, "errors": (errors or FieldErrors()).messages,
          "countries": quote_form.countries(request.state.lang),
          "calc_labels": calc_form, "limited": limited},
-        blocks=("quote_form",), status_code=status, headers=headers,
+        blocks=("quote_form",), status_code=status or asked.status, headers=headers,
     )
 
 
@@ -160,6 +200,8 @@ def submit_quote_request(
     if body.too_large:
         raise InvalidInput("too large", field="form")
     asked = _resolve(request, session, caches.of(request), body.fields)
+    if asked.sizing_errors:
+        return _form_page(request, asked)
     contact, errors = quote_form.parse_contact(body.fields)
     if errors:
         return _form_page(request, asked, contact=contact, errors=errors, status=422)
@@ -172,12 +214,22 @@ def submit_quote_request(
             limited=Limited(decision.limit, max(1, math.ceil(decision.reset_seconds / 60))),
             headers={"Retry-After": str(decision.reset_seconds)},
         )
-    record = quotes_service.create_request(
+    return htmx.redirect(request, f"/q/{_store(request, session, asked, contact).token}")
+
+
+def _store(request: Request, session: Session, asked: _Asked,
+           contact: Contact) -> QuoteRequestRecord:
+    """The request stored with its sizing, recomputed by the service of its workload."""
+    estimates = caches.of(request).estimates
+    if isinstance(asked.calc, ServeInput):
+        return quotes_service.create_serving_request(
+            session, catalog=asked.catalog, serving=asked.calc.request(), estimates=estimates,
+            calculator_query=asked.calc.quote_query(), item_kind=asked.kind,
+            item_slug=asked.slug, contact=contact, locale=request.state.lang)
+    return quotes_service.create_request(
         session, catalog=asked.catalog, estimate=asked.calc.estimate_request(),
-        estimates=caches.of(request).estimates, calculator_query=asked.calc.query(),
-        item_kind=asked.kind, item_slug=asked.slug, contact=contact, locale=request.state.lang,
-    )
-    return htmx.redirect(request, f"/q/{record.token}")
+        estimates=estimates, calculator_query=asked.calc.query(), item_kind=asked.kind,
+        item_slug=asked.slug, contact=contact, locale=request.state.lang)
 
 
 def _kind(value: str) -> ItemKind:
@@ -196,6 +248,7 @@ def quote_request_page(request: Request, session: DbSession, token: str,
         {"record": record, "shop_url": shop_quote_url(settings, record),
          "item_kind": _kind(record.item_kind),
          "result": record.sizing.get("result", {}), "item_fit": record.sizing.get("item_fit", {}),
+         "workload": record.workload, "inputs": record.sizing.get("calculator", {}),
          "countries": dict(quote_form.countries(request.state.lang)), "quote": priced,
          "errors": (errors or FieldErrors()).messages},
         status_code=status,

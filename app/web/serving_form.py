@@ -25,26 +25,12 @@ from app.engine.serving import (
 from app.engine.serving_weights import WEIGHT_FORMATS, WeightFormat
 from app.estimates.serving import ServingRequest
 from app.html import forms
-from app.html.forms import N_, FieldErrors
+from app.html.forms import FieldErrors
 
 DEFAULT_MODEL: Final = "llama-3.1-8b"
 DEFAULTS: Final = {"weights": "bf16", "kv": "auto", "context": 8192, "users": 1, "gpus": 1,
                    "runtime": "vllm"}
 
-WEIGHT_LABELS: Final = {
-    "bf16": N_("bf16 (as released)"), "fp16": N_("fp16"),
-    "fp8": N_("FP8 (8-bit weights and activations)"), "int8": N_("INT8 (W8A8)"),
-    "awq": N_("AWQ 4-bit (group 128)"), "gptq": N_("GPTQ 4-bit (group 128)"),
-    "nvfp4": N_("NVFP4 (4-bit, Blackwell)"), "mxfp4": N_("MXFP4 (4-bit experts, as gpt-oss)"),
-    "gguf-q4_k_m": N_("GGUF Q4_K_M (llama.cpp)"), "gguf-q8_0": N_("GGUF Q8_0 (llama.cpp)"),
-}
-KV_LABELS: Final = {
-    "auto": N_("As the model (16-bit)"), "bf16": N_("bf16"), "fp16": N_("fp16"),
-    "fp8": N_("FP8 (half the memory)"),
-}
-RUNTIME_LABELS: Final = {
-    "vllm": N_("vLLM"), "sglang": N_("SGLang"), "llama.cpp": N_("llama.cpp"),
-}
 ADVANCED_FIELDS: Final = ("gpus", "runtime", "gpu")
 FIELDS: Final = ("model", "weights", "kv", "context", "users", "gpus", "runtime", "gpu")
 ENGINE_FIELDS: Final = {"weights": "weights", "kv_cache": "kv", "context": "context",
@@ -80,6 +66,15 @@ class ServeInput:
 
     def url(self) -> str:
         return "/serve?" + urlencode(self.query())
+
+    def quote_query(self) -> dict[str, str]:
+        """Every input, defaults included (the card to check only when one is set): what a
+        quote link carries and a stored request keeps, so the quote is sized on exactly these
+        inputs whatever the page's defaults become."""
+        values = {"model": self.model, "weights": self.weights, "kv": self.kv,
+                  "context": str(self.context), "users": str(self.users),
+                  "gpus": str(self.gpus), "runtime": self.runtime, "gpu": self.gpu}
+        return {key: value for key, value in values.items() if value}
 
     def request(self) -> ServingRequest:
         job = ServingJob(

@@ -129,8 +129,9 @@ class ServeView:
 
 
 def quote_url(calc: ServeInput, item: str) -> str:
-    """The quote form for this item, with the model the customer sized."""
-    return "/quote?" + urlencode({"item": item, "model": calc.model})
+    """The quote form for this item with every Serve input (``workload=serving``), so the
+    quote is sized, shown and stored as this serving job, not as a fine-tuning one."""
+    return "/quote?" + urlencode({"item": item, "workload": "serving", **calc.quote_query()})
 
 
 def _levers(levers: tuple[ServingLever, ...], gpu: str) -> tuple[FieldError, ...]:

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_storefront import assert_accessible, request_quote, text, walk
+from tests.e2e.test_storefront import (
+    assert_accessible,
+    request_quote,
+    send_quote_form,
+    text,
+    walk,
+)
 
 pytestmark = pytest.mark.e2e
 __all__ = ["walk"]  # the fixture, shared with the storefront walk
@@ -63,3 +69,31 @@ def test_serve_on_a_phone(walk: Any, artifacts: Path) -> None:
     assert page.locator("tr[id^=system-]").count() >= 1
     assert_accessible(page, "serve on a phone")
     page.screenshot(path=str(artifacts / "serve-phone.png"), full_page=True)
+
+
+def test_a_serving_quote_from_serve_to_the_stored_request(walk: Any, artifacts: Path) -> None:
+    """Issue 17, a user's view: the customer sizes a serving box, asks for a quote from its
+    row, and the form and the stored request's page show that row's serving figures."""
+    page = walk(locale="en-US").page
+    page.goto("/serve?model=qwen3-8b&weights=awq&kv=fp8")
+    page.fill("#f-users", "24")
+    page.wait_for_url(re.compile(r"users=24"))
+    page.fill("#f-context", "16384")
+    page.wait_for_url(re.compile(r"context=16384"))
+    page.wait_for_load_state("networkidle")
+    row = {name: text(page, f"#card-rtx-pro-6000 td.{name}")
+           for name in ("users", "speed", "speed-total")}
+    page.locator("#card-rtx-pro-6000 a.button").click()
+    page.wait_for_url(re.compile(r"/quote\?.*workload=serving"))
+    assert "24 concurrent users at 16,384 tokens each" in text(page, "#sizing-inputs")
+    for name, value in row.items():
+        assert text(page, f"#fig-{name}") == value, name
+    send_quote_form(page)
+    assert "To serve" in page.content()
+    for name, value in row.items():
+        assert text(page, f"#fig-{name}") == value, name
+    for name in ("weights", "kv", "kv-pool", "total"):
+        assert "GB" in text(page, f"#fig-{name}"), name
+    assert_accessible(page, "serving quote request")
+    page.screenshot(path=str(artifacts / "serve-quote.png"), full_page=True)
+

@@ -84,6 +84,11 @@ def text(page: Any, selector: str) -> str:
 def request_quote(page: Any, card: str) -> None:
     page.locator(f"#card-{card} a.button").click()
     page.wait_for_url(re.compile(r"/quote\?"))
+    send_quote_form(page)
+
+
+def send_quote_form(page: Any) -> None:
+    """Fill in the quote form on screen and send it; waits for the request's /q/ page."""
     for selector, value in CONTACT.items():
         page.fill(selector, value)
     page.select_option("#f-country", "DE")
