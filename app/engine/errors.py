@@ -44,6 +44,9 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "for an fp32 base",
     "bnb_needs_qlora": "bitsandbytes 0.41 matters only for its 4-bit layers; choose method "
     "qlora, or bnb_version current",
+    "litgpt_quantised_mixed": "LitGPT refuses 4-bit quantisation with mixed precision "
+    "(\"Quantization and mixed precision is not supported.\"); its QLoRA trains in pure bf16: "
+    "choose precision bf16",
     # the model's config.json (app/engine/shapes.py)
     "config_not_object": "expected a JSON object",
     "config_missing": "missing from the config",

@@ -385,6 +385,9 @@ def _validate_precision(job: Job) -> None:
         if job.method == "full":
             raise EngineError("base_dtype", "no_frozen_base")
     resolved = job.training_precision
+    if job.framework == litgpt.LITGPT and job.method == "qlora" and resolved.precision == "amp":
+        # litgpt/finetune/lora.py setup(): "Quantization and mixed precision is not supported."
+        raise EngineError("precision", "litgpt_quantised_mixed")
     if resolved.precision == "bf16" and job.method != "full":
         if resolved.adapter_dtype != "bf16":
             raise EngineError("adapter_dtype", "pure_bf16_adapters")

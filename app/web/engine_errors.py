@@ -48,6 +48,8 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
                          "fp32 base."),
     "bnb_needs_qlora": N_("The bitsandbytes release matters only for QLoRA's 4-bit layers; "
                           "choose QLoRA, or the current release."),
+    "litgpt_quantised_mixed": N_("LitGPT does not quantise to 4 bits under mixed precision; its "
+                                 "QLoRA trains in pure bf16: choose pure bf16."),
     "layer_types_length": N_("%(field)s: expected one entry per layer (%(layers)s)."),
     "layer_type_unknown": N_("%(field)s: %(value)s is not a layer kind we know (%(kinds)s)."),
     "format_needs_card": N_("%(format)s weights do not run there: llama.cpp takes GGUF files "

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.engine import EstimateResult, Job, ModelShape, estimate
+import pytest
+
+from app.engine import EngineError, EstimateResult, Job, ModelShape, estimate
 from app.engine.framework_litgpt import NEXT_FORWARD_MOMENT
 from app.engine.states import NF4_BITS, QUANT_STATE_MODULE_BYTES
 from tests.engine.reference import reference_shape
@@ -77,3 +79,11 @@ def test_fsdp_accumulation_holds_unsharded_gradients_of_every_block() -> None:
     assert any("no_sync" in text for text in accumulating.assumptions)
     hf = estimate(shape, _pure_bf16(job), [])
     assert hf.peak_live_bytes < accumulating.peak_live_bytes
+
+
+def test_litgpt_refuses_qlora_under_mixed_precision() -> None:
+    shape = reference_shape("llama-3.1-8b")
+    with pytest.raises(EngineError) as refused:
+        estimate(shape, Job(framework="litgpt", method="qlora", precision="amp"), [])
+    assert (refused.value.field, refused.value.key) == ("precision", "litgpt_quantised_mixed")
+    assert estimate(shape, Job(framework="litgpt", method="lora", precision="amp"), [])
