@@ -154,8 +154,11 @@ token). Still an assumption (large-batch GEMMs on H100/Blackwell reach 50-70 % o
 published prompt speeds found are llama.cpp's, whose quantised prompt kernels run on int8
 tensor cores (an RTX 3080's 3,807 tokens/s on Llama 3.1 8B Q4_K_M is 61 TFLOPS, above its
 16-bit peak, dmatora/LLM-inference-speed-benchmarks#12), so they cannot fit a fraction of the
-16-bit peak; no vLLM or SGLang time to first token at one user with its card, model and
-prompt length stated was found to fit it on."""
+16-bit peak. The vLLM prompt speeds found are of hybrid mixture-of-experts models with 4-bit
+weights (noonghunna/club-3090#851: Qwen3.6-35B-A3B, AutoRound INT4, 2 x RTX 5090, 20,879
+tokens/s at a 10K prompt, about a third of the 16-bit peak per GPU), whose grouped expert GEMMs
+and DeltaNet layers say little of a dense model's; no dense model's time to first token at one
+user with its card and prompt length stated was found to fit the fraction on."""
 
 MAX_CONTEXT: Final = 1 << 24
 MAX_CONCURRENCY: Final = 65_536
