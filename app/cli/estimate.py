@@ -66,8 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "layer); fsdp only with zero3")
     parser.add_argument("--moe-lora", choices=MOE_LORAS, default="fused",
                         help="how LoRA adapts a mixture of experts: fused (as PEFT 0.21 on "
-                        "transformers 5 builds it: fused expert tensors, gate/up at rank 2r) "
-                        "or per-expert (one adapter per expert, transformers 4)")
+                        "transformers 5 builds it: fused expert tensors, gate/up at rank 2r; "
+                        "under qlora the experts stay 16-bit, fp32 after PEFT's prepare) or "
+                        "per-expert (one adapter per expert, transformers 4; experts in NF4)")
     parser.add_argument("--offload", choices=OFFLOADS, default="none")
     parser.add_argument("--chunked-loss", action="store_true",
                         help="a chunked or fused cross-entropy (Liger Kernel, torchtune)")

@@ -35,7 +35,7 @@ from typing import Literal
 
 from app.engine.activations_hybrid import average_layer_bytes
 from app.engine.shapes import ModelShape
-from app.engine.states import LoraSetup, Method, lora_target_specs
+from app.engine.states import LoraSetup, Method, MoeLora, lora_target_specs, packed_specs
 
 Attention = Literal["flash", "sdpa", "eager"]
 LossHead = Literal["standard", "chunked"]
@@ -249,9 +249,11 @@ def qlora_fp32_mlp_bytes_per_token(shape: ModelShape) -> int:
     return QLORA_FP32_MLP_EXTRA_BYTES * tensors * width
 
 
-def bnb_saved_inputs_bytes_per_token(shape: ModelShape, regime: Regime) -> tuple[int, int]:
+def bnb_saved_inputs_bytes_per_token(shape: ModelShape, regime: Regime,
+                                     moe_lora: MoeLora = "fused") -> tuple[int, int]:
     """What bitsandbytes < 0.43.2 kept per token per decoder layer: the input of every 4-bit
-    layer (:data:`BNB_SAVED_INPUT_BYTES`), as ``(all layers, the attention projections' share)``.
+    layer (:data:`BNB_SAVED_INPUT_BYTES`; :func:`states.packed_specs`: fused experts are not
+    4-bit), as ``(all layers, the attention projections' share)``.
 
     ``qlora`` regime (fp32 residual stream, measured): each 4-bit layer casts its fp32 input to
     its own bf16 copy (q, k and v each one), except o_proj, whose input is the attention
@@ -267,7 +269,7 @@ def bnb_saved_inputs_bytes_per_token(shape: ModelShape, regime: Regime) -> tuple
         attention = sum(BNB_SAVED_INPUT_BYTES * spec.in_features * spec.copies
                         for spec in shape.linears if spec.role in ("q", "k", "v", "qkv"))
         rest = sum(BNB_SAVED_INPUT_BYTES * spec.in_features * spec.active_copies
-                   for spec in shape.linears
+                   for spec in packed_specs(shape, moe_lora)
                    if spec.role not in ("q", "k", "v", "qkv", "o"))
         return attention + rest, attention
     width = (shape.moe_intermediate_size * shape.experts_per_token if shape.is_moe
@@ -323,7 +325,7 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
     quad = eager_bytes_per_token_per_seq(shape, setup.attention)
     layers = shape.num_layers
     bnb_inputs, bnb_first_layer_skip = (
-        bnb_saved_inputs_bytes_per_token(shape, setup.regime)
+        bnb_saved_inputs_bytes_per_token(shape, setup.regime, (setup.lora or LoraSetup()).moe_lora)
         if setup.method == "qlora" and setup.bnb_saves_inputs else (0, 0)
     )
     masks = mask_bytes_per_token_per_seq(shape, setup.attention, setup.regime)

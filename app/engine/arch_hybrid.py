@@ -179,11 +179,12 @@ def _moe_block(hidden: int, experts: int, active: int, width: int, shared: int, 
                *, peft_fused: bool) -> list[LinearSpec]:
     """Router, fused experts, a shared SwiGLU expert and its sigmoid gate (Qwen3-Next, 3.5)."""
     routed = [
-        LinearSpec("gate", "router", hidden, experts, layers, lora_target=peft_fused),
+        LinearSpec("gate", "router", hidden, experts, layers, lora_target=peft_fused,
+                   packed_4bit=False),
         LinearSpec("gate_up_proj", "gate_up", hidden, 2 * width, layers, experts, active,
-                   lora_target=peft_fused, lora_rank_factor=2),
+                   lora_target=peft_fused, lora_rank_factor=2, packed_4bit=False),
         LinearSpec("down_proj", "down", width, hidden, layers, experts, active,
-                   lora_target=peft_fused),
+                   lora_target=peft_fused, packed_4bit=False),
     ]
     shared_mlp = [
         LinearSpec("shared_expert.gate_proj", "gate", hidden, shared, layers,
@@ -306,11 +307,12 @@ def nemotron_h(cfg: _Config) -> ModelShape:
         latent = cfg.optional_int("moe_latent_size")
         expert_in = latent or hidden
         linears += [
-            LinearSpec("gate", "router", hidden, experts, n, lora_target=False),
+            LinearSpec("gate", "router", hidden, experts, n, lora_target=False,
+                       packed_4bit=False),
             LinearSpec("experts.up_proj", "fc", expert_in, width, n, experts, active,
-                       lora_target=False),
+                       lora_target=False, packed_4bit=False),
             LinearSpec("experts.down_proj", "fc_out", width, expert_in, n, experts, active,
-                       lora_target=False),
+                       lora_target=False, packed_4bit=False),
             LinearSpec("shared_experts.up_proj", "fc", hidden, shared, n, bias=mlp_bias),
             LinearSpec("shared_experts.down_proj", "fc_out", shared, hidden, n, bias=mlp_bias),
         ]

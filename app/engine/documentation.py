@@ -85,8 +85,13 @@ TERMS: tuple[Term, ...] = (
         "too, lm_head cast to bf16 for its matmul), under pure bf16 and under FSDP (one dtype "
         "per flattened layer) they stay bf16; one layer "
         "dequantised to bf16 at a time; bitsandbytes 0.41-0.43.1 also kept every 4-bit "
-        "layer's input (bnb_saves_inputs). Measured with bitsandbytes 0.50 on a CPU "
-        "(tools/calibrate/results/cpu-qlora.json)",
+        "layer's input (bnb_saves_inputs). A mixture of experts under moe_lora fused "
+        "(transformers 5) keeps its fused expert tensors and routers 16-bit, fp32 after "
+        "prepare_model_for_kbit_training: 4-bit loading packs only nn.Linear layers "
+        "(tools/moe_qlora_layout.py); per-expert (transformers 4) packs them in NF4. PEFT "
+        "merges each adapted fused expert tensor with its adapter on every forward and keeps "
+        "the merged copy for the backward (LoRA and QLoRA). Measured with bitsandbytes 0.50 "
+        "on a CPU (tools/calibrate/results/cpu-qlora.json, cpu-moe.json)",
         "Dettmers et al., QLoRA, arXiv 2305.14314, section 3; PEFT prepare_model_for_kbit_"
         "training; bitsandbytes MatMul4Bit (commit 9e753741, 0.43.2)",
         "app/engine/states.py, app/engine/activations.py",

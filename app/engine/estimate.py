@@ -73,6 +73,8 @@ from app.engine.states import (
     Sharding,
     kbit_prepared,
     lora_target_specs,
+    merged_parameter_params,
+    packed_specs,
     quant_state_bytes,
     shard_states,
     single_gpu_states,
@@ -487,6 +489,16 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         # bf16 adapters need none.
         fp32_adapters = job.method != "full" and dtypes.adapter_dtype == "fp32"
         copies = 2 * states.trainable_params // weight_shards if fp32_adapters else 0
+    # PEFT's merged expert weights (W + BA per adapted fused tensor, in the base's dtype),
+    # saved from their forward to their backward: every layer's until the backward starts
+    # (none with checkpointing, whose forward keeps nothing), then the layer being
+    # differentiated (recomputed, with checkpointing).
+    merged_saved = merged_layer = 0
+    if job.lora is not None:
+        every, widest = merged_parameter_params(shape, job.lora)
+        merged_bytes = KBIT_PREPARED_BYTES if prepared else dtypes.base_bytes
+        merged_saved = 0 if job.gradient_checkpointing else merged_bytes * every
+        merged_layer = merged_bytes * widest
     if prepared:
         # The frozen fp32 lm_head (or the tied fp32 embedding) is cast to bf16 by autocast for
         # its matmul and that copy is saved for the input gradient, until the head's backward:
@@ -519,7 +531,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     # inner tensors sharded with the data (torchao/dtypes/nf4tensor.py,
     # _INNER_TENSOR_NAMES_FOR_SHARDING).
     whole_stats = unsharded_quant_state(
-        quant_state_bytes(shape, job.effective_quant), gpus=weight_shards,
+        quant_state_bytes(shape, job.effective_quant, job.moe_lora), gpus=weight_shards,
         offload_params=offload_params) if job.method == "qlora" \
         and job.framework != "torchtune" else 0
     static += whole_stats
@@ -534,7 +546,8 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         # frozen fp32 weight to bf16 for each matmul likewise (it caches only weights that
         # require grad), one layer at a time. FSDP's mixed precision gathers such a base in
         # bf16 already (sharding.py), leaving autocast nothing to cast.
-        dequantised = 2 * max(s.in_features * s.out_features for s in shape.linears)
+        layers = packed_specs(shape, job.moe_lora) if job.method == "qlora" else ()
+        dequantised = 2 * max(s.in_features * s.out_features for s in layers or shape.linears)
     if on_litgpt and job.method == "qlora":
         # Lightning's 4-bit layers, lm_head among them, dequantise to fp16 and are cast to
         # bf16 (framework_litgpt.py, points 2 and 3).
@@ -546,7 +559,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         profile = litgpt.with_extra_bnb_inputs(
             profile, shape, gradient_checkpointing=job.gradient_checkpointing,
             activation_offload=job.activation_offload)
-    fwd_fixed = copies + held_gradients + gathered + dequantised
+    fwd_fixed = copies + held_gradients + gathered + dequantised + merged_saved
     moments: tuple[PhaseTerms, ...] = (
         PhaseTerms(
             "end of forward (loss head)", "forward", static, fwd_fixed,
@@ -560,7 +573,8 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         ),
         PhaseTerms(
             "end of backward", "backward", static,
-            max(gradients, held_gradients) + gathered + gathered_grads + dequantised,
+            max(gradients, held_gradients) + gathered + gathered_grads + dequantised
+            + merged_layer,
             profile.layer_per_token, profile.layer_per_token_per_seq,
         ),
         PhaseTerms("optimizer step", "optimizer", static, gradients, 0, 0),
@@ -944,6 +958,15 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "moe_lora_per_expert": "LoRA on the experts as one linear layer per expert (transformers 4 "
     "modules, most training stacks): rank r on every expert's gate, up and down projection, "
     "the router and every other block linear layer (moe_lora per-expert)",
+    "moe_lora_merged": "PEFT adapts each fused expert tensor by merging it with its adapter "
+    "on every forward (W + BA) and keeps that merged copy for the backward: one more copy of "
+    "the adapted experts in the base's dtype, one layer's with checkpointing (measured)",
+    "qlora_fused_experts_16bit": "QLoRA on fused experts as transformers 5 loads them: 4-bit "
+    "loading packs only linear layers, so the fused expert tensors and the routers stay 16-bit, "
+    "and prepare_model_for_kbit_training makes them fp32 (measured with bitsandbytes 0.50.2); "
+    "moe_lora per-expert counts them in NF4 as transformers 4 did",
+    "qlora_per_expert_nf4": "QLoRA with one linear layer per expert (transformers 4 modules): "
+    "the experts and routers in NF4 (moe_lora per-expert)",
     "mla": "multi-head latent attention: activations modelled as attention with keys and values "
     "expanded per head; the compressed q and kv tensors are not counted separately "
     "(approximate, not measured)",
@@ -1056,6 +1079,12 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
         if job.method != "full":
             items.append(("moe_lora_fused" if job.moe_lora == "fused" else "moe_lora_per_expert",
                           {}))
+        if job.lora is not None and merged_parameter_params(shape, job.lora)[0]:
+            items.append(("moe_lora_merged", {}))
+    if job.method == "qlora" and len(packed_specs(shape, job.moe_lora)) < len(shape.linears):
+        items.append(("qlora_fused_experts_16bit", {}))
+    elif job.method == "qlora" and shape.is_moe:
+        items.append(("qlora_per_expert_nf4", {}))
     if shape.model_type in MLA_MODEL_TYPES:
         items.append(("mla", {}))
     if shape.model_type in SINK_MODEL_TYPES:
@@ -1078,7 +1107,7 @@ def _sharded_items(shape: ModelShape, job: Job) -> list[Assumption]:
             items.append(("fsdp_base_bf16", {}))
     if job.method == "qlora" and job.framework != "torchtune":
         items.append(("qlora_stats_whole",
-                      {"stats_bytes": quant_state_bytes(shape, job.effective_quant)}))
+                      {"stats_bytes": quant_state_bytes(shape, job.effective_quant, job.moe_lora)}))
     return items
 
 

@@ -64,6 +64,13 @@ class LinearSpec:
     # fused gate_up expert tensor, which PEFT adapts per expert at rank 2r.
     lora_target: bool = True
     lora_rank_factor: int = 1
+    # Whether transformers 5's ``load_in_4bit`` stores this kind in NF4: its bitsandbytes
+    # integration (``replace_with_bnb_linear``) swaps only modules whose type is exactly
+    # ``nn.Linear`` (or GPT-2's ``Conv1D``) for ``Linear4bit``; fused 3-D expert tensors and
+    # routers held as ``nn.Parameter`` (or an ``nn.Linear`` subclass, Llama 4's router) stay in
+    # the checkpoint's dtype. Measured with bitsandbytes 0.50.2 on seven MoE types:
+    # tools/moe_qlora_layout.py, tests/fixtures/moe_qlora_layout.json.
+    packed_4bit: bool = True
 
     @property
     def weight_params(self) -> int:
@@ -545,16 +552,17 @@ def fused_experts(
     router (hidden -> experts) and two fused 3-D tensors, ``gate_up_proj`` (hidden -> 2 x
     width) and ``down_proj``, ``experts`` deep. ``peft_fused``: PEFT 0.21 adapts the tensors
     (its conversion table knows the model type; app/engine/arch_moe.py), the gate/up one at
-    rank 2r; ``router_target``: it adapts the router."""
+    rank 2r; ``router_target``: it adapts the router. All three are parameters, not
+    ``nn.Linear``: ``load_in_4bit`` leaves them 16-bit (``LinearSpec.packed_4bit``)."""
     if not layers:
         return []
     return [
         LinearSpec("gate", "router", hidden, experts, layers, bias=bias,
-                   lora_target=router_target),
+                   lora_target=router_target, packed_4bit=False),
         LinearSpec("gate_up_proj", "gate_up", hidden, 2 * width, layers, experts, active, bias,
-                   lora_target=peft_fused, lora_rank_factor=2),
+                   lora_target=peft_fused, lora_rank_factor=2, packed_4bit=False),
         LinearSpec("down_proj", "down", width, hidden, layers, experts, active, bias,
-                   lora_target=peft_fused),
+                   lora_target=peft_fused, packed_4bit=False),
     ]
 
 

@@ -59,7 +59,9 @@ transformers 5, whose experts are fused 3-D tensors: it adapts each fused tensor
 fused gate/up at rank 2r, and skips what its conversion table remaps (``LinearSpec.lora_target``;
 app/engine/arch_moe.py). ``per-expert``: one adapter of rank r on every expert's gate, up and
 down projection and on every other block linear layer, as PEFT built it on transformers 4's
-one-module-per-expert layout (and as most other training stacks do). Dense models: the same."""
+one-module-per-expert layout (and as most other training stacks do). Dense models: the same.
+The convention is the layout: under QLoRA ``fused`` experts and routers stay 16-bit (fp32 after
+``prepare_model_for_kbit_training``), ``per-expert`` ones are NF4 (:func:`packed_specs`)."""
 PER_EXPERT_ROLES: frozenset[str] = frozenset({*MLP_ROLES, "router"})
 """What ``per-expert`` adapts although PEFT 0.21 does not on the fused layout: experts and
 routers that are parameters there, and the MLPs PEFT remaps onto the experts by name. Other
@@ -293,26 +295,79 @@ def _in_param_dtype(optimizer: Optimizer, fp32_bytes: int, param_bytes: int) -> 
     return fp32_bytes * param_bytes // FP32_BYTES
 
 
+def packed_specs(shape: ModelShape, moe_lora: MoeLora = "fused") -> tuple[LinearSpec, ...]:
+    """The block linear layers a QLoRA load stores in NF4 (bitsandbytes ``Params4bit``).
+
+    ``fused`` (transformers 5's layout, :data:`MOE_LORAS`): only the ``nn.Linear`` modules
+    (``LinearSpec.packed_4bit``). A mixture's fused 3-D expert tensors and its routers are
+    parameters that ``load_in_4bit`` leaves in the checkpoint's dtype, and
+    ``prepare_model_for_kbit_training`` then casts them to fp32 like any other non-4-bit
+    parameter. Measured with transformers 5.24, PEFT 0.21.2 and bitsandbytes 0.50.2 on tiny
+    Qwen3-MoE, Mixtral, gpt-oss, DeepSeek-V3, GLM-4.5, MiniMax-M2 and Llama 4 models:
+    ``tools/moe_qlora_layout.py`` (``tests/fixtures/moe_qlora_layout.json``): no expert or
+    router parameter was packed. ``per-expert`` (transformers 4's one ``nn.Linear`` per
+    expert and router): every block linear layer."""
+    if moe_lora == "per-expert":
+        return shape.linears
+    return tuple(compress(shape.linears, map(attrgetter("packed_4bit"), shape.linears)))
+
+
+def merged_parameter_params(shape: ModelShape, lora: LoraSetup) -> tuple[int, int]:
+    """Parameters PEFT merges with their adapter on every forward, in all layers and in one.
+
+    PEFT 0.21 adapts a parameter (a fused 3-D expert tensor, a router that is an
+    ``nn.Parameter``: ``LinearSpec.packed_4bit`` False) through ``ParamWrapper``: a
+    parametrization that returns ``W + scaling * B @ A`` (``_LoraFactorsProxy``, one
+    ``baddbmm`` in W's dtype; ``peft/tuners/lora/layer.py``) as a new tensor the size of W.
+    transformers' expert matmul (``grouped_mm`` or the eager per-expert ``linear``) saves that
+    merged weight for the input gradient, so each adapted tensor is held once more, in the base
+    parameter's dtype, from its forward to its backward. Measured on a tiny Qwen3-MoE
+    (``tools/calibrate/results/cpu-moe.json``). ``per-expert`` (one ``nn.Linear`` per expert)
+    adds the low-rank product to the output instead: nothing merged.
+
+    Returns ``(every layer's, the widest layer's)`` params: without checkpointing all are held
+    at once; with it only the layer being recomputed and differentiated."""
+    if lora.moe_lora == "per-expert":
+        return 0, 0
+    merged = [spec for spec in lora_target_specs(shape, lora.targets, lora.moe_lora)
+              if not spec.packed_4bit]
+    per_layer = sum(spec.in_features * spec.out_features * spec.copies for spec in merged)
+    return sum(spec.weight_params for spec in merged), per_layer
+
+
 def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq",
-                      base_bytes: int = BF16_BYTES) -> int:
-    """Bytes of the frozen base for LoRA (bf16, or fp32 when loaded so) and QLoRA (NF4 linear
-    layers with their quantisation state, the rest at ``base_bytes``: the base dtype, or fp32
-    after ``prepare_model_for_kbit_training``)."""
+                      base_bytes: int = BF16_BYTES, moe_lora: MoeLora = "fused") -> int:
+    """Bytes of the frozen base for LoRA (bf16, or fp32 when loaded so) and QLoRA (the NF4
+    layers of :func:`packed_specs` with their quantisation state, the rest at
+    ``base_bytes``: the base dtype, or fp32 after ``prepare_model_for_kbit_training``)."""
     split = shape.split
     if method == "qlora":
-        packed = round(split.linear * NF4_PACKED_BITS / 8)
-        return packed + quant_state_bytes(shape, quant) + base_bytes * (split.total - split.linear)
+        packed = packed_specs(shape, moe_lora)
+        packed_params: int = sum(map(mul, map(mul, map(attrgetter("in_features"), packed),
+                                              map(attrgetter("out_features"), packed)),
+                                     map(mul, map(attrgetter("copies"), packed),
+                                         map(attrgetter("layers"), packed))))
+        return (round(packed_params * NF4_PACKED_BITS / 8)
+                + quant_state_bytes(shape, quant, moe_lora)
+                + base_bytes * (split.total - packed_params))
     return base_bytes * split.total
 
 
-def quant_state_bytes(shape: ModelShape, quant: Quant = "nf4-dq") -> int:
-    """The quantisation statistics of every 4-bit layer: the bits of :data:`NF4_BITS` beyond
-    the packed 4 (absmax per 64-block, and with double quantisation its 8-bit code and the
-    second-level fp32 absmax) plus each module's code books (:data:`QUANT_STATE_MODULE_BYTES`).
-    bitsandbytes keeps them in a ``QuantState``, not in the packed parameter."""
-    modules = sum(spec.instances for spec in shape.linears)
-    statistics = round(shape.split.linear * (NF4_BITS[quant] - NF4_PACKED_BITS) / 8)
-    return statistics + QUANT_STATE_MODULE_BYTES[quant] * modules
+def quant_state_bytes(shape: ModelShape, quant: Quant = "nf4-dq",
+                      moe_lora: MoeLora = "fused") -> int:
+    """The quantisation statistics of every 4-bit layer (:func:`packed_specs`): the bits of
+    :data:`NF4_BITS` beyond the packed 4 (absmax per 64-block, and with double quantisation its
+    8-bit code and the second-level fp32 absmax) plus each module's code books
+    (:data:`QUANT_STATE_MODULE_BYTES`). bitsandbytes keeps them in a ``QuantState``, not in the
+    packed parameter."""
+    packed = packed_specs(shape, moe_lora)
+    # itertools/operator: no Python-level step per kind (test_config_bounds counts them)
+    instances: tuple[int, ...] = tuple(map(mul, map(attrgetter("copies"), packed),
+                                           map(attrgetter("layers"), packed)))
+    params: int = sum(map(mul, instances, map(mul, map(attrgetter("in_features"), packed),
+                                              map(attrgetter("out_features"), packed))))
+    statistics = round(params * (NF4_BITS[quant] - NF4_PACKED_BITS) / 8)
+    return statistics + QUANT_STATE_MODULE_BYTES[quant] * sum(instances)
 
 
 def kbit_prepared(method: Method, precision: TrainingPrecision) -> bool:
@@ -366,6 +421,7 @@ def single_gpu_states(
         weights_bytes=base_weight_bytes(
             shape, method, quant,
             KBIT_PREPARED_BYTES if kbit_prepare and method == "qlora" else precision.base_bytes,
+            setup.moe_lora,
         ) + TOWER_WEIGHT_BYTES * shape.tower_params,
         gradients_bytes=0,
         optimizer_bytes=0,

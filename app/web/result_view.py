@@ -139,6 +139,18 @@ ASSUMPTION_LABELS = {
                               "(transformers 4 modules, most training stacks): rank r on every "
                               "expert's gate, up and down projection, the router and every "
                               "other block linear layer"),
+    "moe_lora_merged": N_("PEFT adapts each fused expert tensor by merging it with its "
+                          "adapter on every forward (W + BA) and keeps that merged copy for the "
+                          "backward pass: one more copy of the adapted experts in the base's "
+                          "dtype, one layer's with checkpointing (measured)"),
+    "qlora_fused_experts_16bit": N_("QLoRA on fused experts as transformers 5 loads them: "
+                                    "4-bit loading packs only linear layers, so the fused "
+                                    "expert tensors and the routers stay 16-bit, and "
+                                    "prepare_model_for_kbit_training makes them fp32 (measured "
+                                    "with bitsandbytes 0.50.2); one linear layer per expert "
+                                    "(transformers 4) would keep them in NF4"),
+    "qlora_per_expert_nf4": N_("QLoRA with one linear layer per expert (transformers 4 "
+                               "modules): the experts and routers in NF4"),
     "mla": N_("multi-head latent attention: activations modelled as attention with keys and "
               "values expanded per head; the compressed q and kv tensors are not counted "
               "separately (approximate, not measured)"),

@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         "--hybrid", action="store_true",
         help="Gated DeltaNet and Mamba-2 hybrids (issue 16) -> cpu-hybrid.json",
     )
+    g.add_argument(
+        "--moe", action="store_true",
+        help="MoE QLoRA/LoRA, MLA and attention sinks (issue 16; needs bitsandbytes) "
+        "-> cpu-moe.json",
+    )
 
     sub.add_parser("list", help="print the grid's case ids")
     sub.add_parser(
@@ -90,14 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if a.cmd == "grid":
-        from .grid import DEFAULT_OUT, HELDOUT_OUT, HYBRID_OUT, QLORA_OUT, run_grid
+        from .grid import DEFAULT_OUT, HELDOUT_OUT, HYBRID_OUT, MOE_OUT, QLORA_OUT, run_grid
 
         out = a.out or (HELDOUT_OUT if a.heldout else QLORA_OUT if a.qlora
-                        else HYBRID_OUT if a.hybrid else DEFAULT_OUT)
+                        else HYBRID_OUT if a.hybrid else MOE_OUT if a.moe else DEFAULT_OUT)
         command = "python -m tools.calibrate " + " ".join(shlex.quote(x) for x in argv)
         doc = run_grid(
             out, command, only=a.only, resume=a.resume, limit=a.limit, heldout=a.heldout,
-            qlora=a.qlora, hybrid=a.hybrid,
+            qlora=a.qlora, hybrid=a.hybrid, moe=a.moe,
         )
         fvr = doc["fake_vs_real"]
         print(

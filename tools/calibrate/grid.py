@@ -31,6 +31,7 @@ DEFAULT_OUT = HERE / "results" / "cpu-grid.json"
 HELDOUT_OUT = HERE / "results" / "cpu-heldout.json"
 QLORA_OUT = HERE / "results" / "cpu-qlora.json"
 HYBRID_OUT = HERE / "results" / "cpu-hybrid.json"
+MOE_OUT = HERE / "results" / "cpu-moe.json"
 
 
 def _cfg(name: str) -> str:
@@ -256,6 +257,43 @@ def hybrid_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def moe_cases() -> list[dict[str, Any]]:
+    """Mixtures of experts and their attention kinds (results/cpu-moe.json, issue 16): QLoRA and
+    LoRA on a Qwen3-MoE whose experts dominate (fused experts stay 16-bit under
+    ``load_in_4bit``; PEFT merges each adapted expert tensor with its adapter), DeepSeek-V3's
+    multi-head latent attention at 3 and 5 layers, and gpt-oss's attention sinks with sliding
+    and full layers. Both with eager attention: transformers offers gpt-oss no SDPA path (and
+    OpenAI's fine-tuning recipe loads it eager); MLA's value heads are narrower than its
+    query/key heads, which PyTorch's CPU flash kernel refuses, so SDPA on a CPU falls back to
+    the math kernel and keeps the score matrix, which a GPU's memory-efficient kernel does
+    not. Eager keeps the same tensors on either device."""
+    QE, DS, DS5, GO = ("tiny-qwen3moe-experts", "tiny-deepseekv3", "tiny-deepseekv3-5l",
+                       "tiny-gptoss")
+    cases = [
+        _c(QE, "qlora", 2, 256),
+        _c(QE, "qlora", 2, 256, gc=True),
+        _c(QE, "lora", 2, 256),
+        _c(QE, "lora", 2, 256, gc=True),
+    ]
+    for cfg in (DS, GO):
+        attention = "eager"
+        cases += [
+            _c(cfg, "full", 1, 512, attention=attention),
+            _c(cfg, "full", 2, 1024, attention=attention),
+            _c(cfg, "full", 1, 1024, attention=attention, gc=True),
+            _c(cfg, "lora", 1, 512, attention=attention),
+            _c(cfg, "lora", 2, 1024, attention=attention),
+            _c(cfg, "lora", 1, 2048, attention=attention, gc=True),
+        ]
+    cases += [_c(DS5, "full", 1, 512, attention="eager"),
+              _c(DS5, "lora", 1, 512, attention="eager")]
+    return cases
+
+
+def moe_grid() -> list[dict[str, Any]]:
+    return _with_ids(moe_cases())
+
+
 def _with_ids(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from .harness import Case
 
@@ -342,6 +380,7 @@ def run_grid(
     heldout: bool = False,
     qlora: bool = False,
     hybrid: bool = False,
+    moe: bool = False,
 ) -> dict[str, Any]:
     import torch
 
@@ -349,7 +388,7 @@ def run_grid(
 
     torch.set_num_threads(1)
     cases = (heldout_grid() if heldout else qlora_grid() if qlora
-             else hybrid_grid() if hybrid else all_cases())
+             else hybrid_grid() if hybrid else moe_grid() if moe else all_cases())
     if only:
         cases = [c for c in cases if re.search(only, c["id"])]
     if limit is not None:
@@ -362,7 +401,7 @@ def run_grid(
             "See tools/calibrate/README.md."
         ),
         "command": command,
-        "versions": _versions(bitsandbytes=qlora),
+        "versions": _versions(bitsandbytes=qlora or moe),
         "torch_threads": 1,
         "cases": [],
         "failures": [],

@@ -221,7 +221,9 @@ class EstimateInput(BaseModel):
         default="fused", description="How LoRA adapts a mixture of experts: fused (as PEFT "
         "0.21 on transformers 5 builds it: each fused expert tensor per expert, the gate/up "
         "one at rank 2r) or per-expert (one adapter per expert's gate, up and down projection, "
-        "as transformers 4 built them). Dense models: no difference.")
+        "as transformers 4 built them). Also the layout QLoRA loads: fused experts and routers "
+        "stay 16-bit (fp32 after PEFT's prepare_model_for_kbit_training), per-expert ones are "
+        "NF4. Dense models: no difference.")
     offload: Offload = "none"
     chunked_loss: bool = Field(default=False, description="A chunked or fused cross-entropy.")
     fused_optimizer_step: bool = False
