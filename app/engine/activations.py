@@ -31,6 +31,9 @@ gradient exists yet, and by the optimizer step every activation is gone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from itertools import compress
+from operator import attrgetter, floordiv, lt, mul
 from typing import Literal
 
 from app.engine.activations_hybrid import average_layer_bytes
@@ -52,6 +55,14 @@ NORM_STATS_BYTES = 8
 # fp32 logsumexp (4 * nh), linear in s.
 EAGER_SCORE_BYTES = 6
 LOGSUMEXP_BYTES = 4
+# Eager attention while one layer computes its scores: beyond what is saved, the masked bf16
+# scores (forward) and the gradient through the softmax (backward), bytes per score; with
+# attention sinks, multiples of the sink logit's bytes (eager_score_bytes). Fitted on
+# tools/calibrate/results/cpu-moe.json (eager cases of tiny DeepSeek-V3 and gpt-oss).
+EAGER_FORWARD_TRANSIENT_BYTES = 2
+EAGER_BACKWARD_TRANSIENT_BYTES = 6
+SINK_FORWARD_TRANSIENT_SCORES = 2
+SINK_BACKWARD_TRANSIENT_SCORES = 2
 # Gemma 2's attention soft-capping (scores / cap, tanh, * cap) keeps tanh's bf16 output for
 # its backward: 2 more bytes per score (transformers' Gemma2 eager_attention_forward; our grid,
 # tools/calibrate/results/cpu-grid.json, tiny-gemma2 cases).
@@ -140,6 +151,10 @@ class ActivationProfile:
     # Alive only until the end of the forward (eager attention's causal masks without
     # checkpointing), per token per key position.
     forward_only_per_token_per_seq: int = 0
+    # Eager attention's scores beyond what is saved, alive while one layer computes them
+    # (forward) or differentiates them (backward), per token per key position.
+    attention_forward_per_token_per_seq: int = 0
+    attention_backward_per_token_per_seq: int = 0
 
     def saved_layers_bytes(self, tokens: int, seq_len: int) -> int:
         """Activations saved by all decoder layers for the backward pass."""
@@ -180,6 +195,7 @@ def full_layer_bytes_per_token(shape: ModelShape, regime: Regime) -> int:
     h = shape.hidden_size
     main_norm, extra_norm, qk_norm_per_width = (13, 8, 8) if regime == "amp" else (8, 6, 6)
     norms = 2 * main_norm * h + (shape.norms_per_layer - 2) * extra_norm * h
+    norms += main_norm * shape.latent_norm_width  # MLA's latent norms feed linear layers
     attention = 4 * shape.q_width + 4 * shape.kv_width + LOGSUMEXP_BYTES * shape.num_heads
     qk_norm = qk_norm_per_width * (shape.q_width + shape.kv_width) if shape.qk_norm else 0
     if shape.mixer is not None:  # a hybrid: the average of its layers (activations_hybrid.py)
@@ -202,7 +218,7 @@ def lora_layer_bytes_per_token(shape: ModelShape, lora: LoraSetup) -> int:
     """
     h = shape.hidden_size
     mlp = _mlp_bytes(shape, trainable=False)
-    norms = shape.norms_per_layer * 4 * h
+    norms = shape.norms_per_layer * 4 * h + 4 * shape.latent_norm_width
     attention = 2 * shape.q_width + 2 * shape.q_width + 4 * shape.kv_width
     attention += LOGSUMEXP_BYTES * shape.num_heads
     qk_norm = 4 * (shape.q_width + shape.kv_width) if shape.qk_norm else 0
@@ -243,8 +259,7 @@ def lora_head_bytes_per_token(shape: ModelShape, lora: LoraSetup | None) -> int:
 def qlora_fp32_mlp_bytes_per_token(shape: ModelShape) -> int:
     """The extra bytes of the MLP's fp32 intermediates under the ``qlora`` regime, per token per
     layer: 6i for a gated MLP (three tensors), 2i for a plain one (two)."""
-    width = (shape.moe_intermediate_size * shape.experts_per_token if shape.is_moe
-             else shape.intermediate_size)
+    width = mlp_width_per_token(shape)[0]
     tensors = 3 if shape.gated_mlp else 2
     return QLORA_FP32_MLP_EXTRA_BYTES * tensors * width
 
@@ -272,10 +287,44 @@ def bnb_saved_inputs_bytes_per_token(shape: ModelShape, regime: Regime,
                    for spec in packed_specs(shape, moe_lora)
                    if spec.role not in ("q", "k", "v", "qkv", "o"))
         return attention + rest, attention
-    width = (shape.moe_intermediate_size * shape.experts_per_token if shape.is_moe
-             else shape.intermediate_size)
+    width = mlp_width_per_token(shape)[0]
     attention = BNB_SAVED_INPUT_BYTES * shape.hidden_size
     return attention + BNB_SAVED_INPUT_BYTES * (shape.hidden_size + width), attention
+
+
+def mlp_width_per_token(shape: ModelShape) -> tuple[int, float]:
+    """The MLP width one token passes through, averaged over the decoder layers, and the share
+    of layers that route (``(width, sparse share)``).
+
+    A dense model: ``intermediate_size``. A mixture of experts (not a hybrid, whose average is
+    activations_hybrid.py's): read off its linear layers, so that first dense layers
+    (DeepSeek, GLM: ``first_k_dense_replace``; Qwen3-MoE's ``mlp_only_layers``; Llama 4's
+    interleaved dense layers) count their own width and a shared expert (DeepSeek, GLM, Llama
+    4) counts beside the routed ones: every up (or fc) projection's width, the fused gate/up's
+    half, times the experts a token passes, weighted by the layers that have it. Measured
+    against tiny DeepSeek-V3 at 3 and 5 layers (one dense, a shared expert;
+    tools/calibrate/results/cpu-moe.json)."""
+    if not shape.is_moe:
+        return shape.intermediate_size, 0.0
+    routed = shape.moe_intermediate_size * shape.experts_per_token
+    if shape.mixer is not None:
+        return routed, 1.0
+    # itertools/operator: no Python-level step per kind (test_config_bounds counts them)
+    roles = map(attrgetter("role"), shape.linears)
+    ups = tuple(compress(shape.linears, map(_UP_WIDTH_DIVISOR.__contains__, roles)))
+    widths = map(floordiv, map(attrgetter("out_features"), ups),
+                 map(_UP_WIDTH_DIVISOR.__getitem__, map(attrgetter("role"), ups)))
+    width = sum(map(mul, map(mul, widths, map(attrgetter("active_copies"), ups)),
+                    map(attrgetter("layers"), ups)))
+    experts = compress(ups, map(partial(lt, 1), map(attrgetter("copies"), ups)))
+    sparse = max(map(attrgetter("layers"), experts), default=0)
+    layers = shape.num_layers
+    return round(width / layers), sparse / layers
+
+
+_UP_WIDTH_DIVISOR: dict[str, int] = {"up": 1, "fc": 1, "gate_up": 2}
+"""The MLP projections whose output width a token's MLP activations follow, and the share of
+that width per tensor (a fused gate/up holds both halves)."""
 
 
 def _mlp_bytes(shape: ModelShape, *, trainable: bool) -> int:
@@ -287,12 +336,9 @@ def _mlp_bytes(shape: ModelShape, *, trainable: bool) -> int:
     each token through ``experts_per_token`` experts of width ``moe_intermediate_size``; the
     router keeps fp32 logits and routing weights and each routed token its gathered input.
     """
-    if shape.is_moe:
-        width = shape.moe_intermediate_size * shape.experts_per_token
-        routing = 8 * shape.num_experts + 4 * shape.hidden_size * shape.experts_per_token
-    else:
-        width = shape.intermediate_size
-        routing = 0
+    width, sparse = mlp_width_per_token(shape)
+    routing = round(sparse * (8 * shape.num_experts
+                              + 4 * shape.hidden_size * shape.experts_per_token))
     if shape.gated_mlp:
         per_width = 8 if trainable else 6
     else:
@@ -300,13 +346,44 @@ def _mlp_bytes(shape: ModelShape, *, trainable: bool) -> int:
     return per_width * width + routing
 
 
-def eager_bytes_per_token_per_seq(shape: ModelShape, attention: Attention) -> int:
-    """Eager attention's score matrices: ``6 * nh`` bytes per token per key position
-    (``8 * nh`` with Gemma 2's soft-capping)."""
+def sink_score_bytes(regime: Regime) -> int:
+    """Bytes of one attention-sink logit (gpt-oss): transformers' GptOss eager attention adds
+    the mask and concatenates the sinks to the bf16 scores, so the softmax runs in the dtype
+    they promote to: fp32 where the parameters are fp32 (full fine-tuning under amp, QLoRA
+    after prepare_model_for_kbit_training), bf16 on a bf16 base."""
+    return 4 if regime in ("amp", "qlora") else 2
+
+
+def eager_score_bytes(shape: ModelShape, regime: Regime) -> tuple[int, int, int]:
+    """Eager attention, bytes per score (one head, one query, one key), as ``(saved for the
+    backward, more alive while one layer's forward computes them, more while one layer's
+    backward differentiates them)``.
+
+    Standard (transformers' ``eager_attention_forward``): the fp32 softmax and its bf16 copy
+    are saved (6; Gemma 2's soft-capping 2 more, tanh's output); the masked bf16 scores are
+    alive beside them until the copy exists (2). With sinks (gpt-oss, :func:`sink_score_bytes`
+    = d): the softmax output is saved in d, with a bf16 copy when d is 4; the masked scores,
+    the concatenation with the sinks less its maximum and the softmax are alive together
+    (``attn_weights``, ``combined_logits`` and ``probs`` are held by name until the function
+    returns). The backward's transient is the gradient flowing through the softmax (fp32 for
+    the standard path) beside what is saved. Fitted on whole steps with small vocabularies,
+    where one layer's scores, not the loss head, set the peak: tiny DeepSeek-V3 and gpt-oss
+    (tools/calibrate/results/cpu-moe.json)."""
+    if shape.attention_sinks:
+        d = sink_score_bytes(regime)
+        saved = d + (2 if d == 4 else 0)
+        return saved, SINK_FORWARD_TRANSIENT_SCORES * d, SINK_BACKWARD_TRANSIENT_SCORES * d
+    saved = EAGER_SCORE_BYTES + (SOFTCAP_SCORE_BYTES if shape.attention_softcap else 0)
+    return saved, EAGER_FORWARD_TRANSIENT_BYTES, EAGER_BACKWARD_TRANSIENT_BYTES
+
+
+def eager_bytes_per_token_per_seq(shape: ModelShape, attention: Attention,
+                                  regime: Regime = "lora") -> int:
+    """Eager attention's saved score matrices per token per key position: ``6 * nh`` (``8 *
+    nh`` with Gemma 2's soft-capping, :func:`eager_score_bytes` with sinks)."""
     if attention != "eager":
         return 0
-    per_score = EAGER_SCORE_BYTES + (SOFTCAP_SCORE_BYTES if shape.attention_softcap else 0)
-    return per_score * shape.num_heads
+    return eager_score_bytes(shape, regime)[0] * shape.num_heads
 
 
 def mask_bytes_per_token_per_seq(shape: ModelShape, attention: Attention, regime: Regime) -> int:
@@ -322,7 +399,11 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         layer = lora_layer_bytes_per_token(shape, setup.lora or LoraSetup())
         if setup.regime == "qlora":
             layer += qlora_fp32_mlp_bytes_per_token(shape)
-    quad = eager_bytes_per_token_per_seq(shape, setup.attention)
+    quad = eager_bytes_per_token_per_seq(shape, setup.attention, setup.regime)
+    fwd_transient = bwd_transient = 0
+    if setup.attention == "eager":
+        _, fwd_score, bwd_score = eager_score_bytes(shape, setup.regime)
+        fwd_transient, bwd_transient = fwd_score * shape.num_heads, bwd_score * shape.num_heads
     layers = shape.num_layers
     bnb_inputs, bnb_first_layer_skip = (
         bnb_saved_inputs_bytes_per_token(shape, setup.regime, (setup.lora or LoraSetup()).moe_lora)
@@ -363,4 +444,6 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         chunked_loss=setup.loss_head == "chunked",
         vocab_size=v,
         forward_only_per_token_per_seq=forward_only_quad,
+        attention_forward_per_token_per_seq=fwd_transient,
+        attention_backward_per_token_per_seq=bwd_transient,
     )

@@ -61,20 +61,26 @@ PEFT_FUSED_TYPES: frozenset[str] = frozenset(
 )
 """Model types whose fused experts PEFT 0.21 adapts (module docstring)."""
 
-# Activations of multi-head latent attention are those of standard attention with keys and values
-# expanded per head (activations.py), not measured term by term. One check, LoRA r16 all-linear
-# on a tiny DeepSeek-V3 shape (hidden 256, 8 heads, q/kv ranks 96/64, 16 experts, 4 per token,
-# b x s = 2 x 512, SDPA, CPU, tools/calibrate run): the peak within 10 % at 3 layers (-9.9 %),
-# 14.5 % under at 5; per sparse layer 20,265 bytes per token plus 32 per token per key position
-# measured, the latter the CPU SDPA math path's fp32 weights (MLA's q/k and v head widths
-# differ), which a GPU's flash or memory-efficient kernel does not keep. Not yet modelled: the
-# latent RMSNorms, kv_b's expanded k/v and the shared expert's intermediate tensors.
+# Activations of multi-head latent attention: those of standard attention with keys and values
+# expanded per head (kv_b_proj's output holds k_nope and v, the new key tensor k_nope and k_rope;
+# as many bytes as q, k, v and the output at head width qk_head_dim when v_head_dim =
+# qk_nope_head_dim, as in every released MLA model), plus the two latent RMSNorms
+# (ModelShape.latent_norm_width), plus the shared expert and the first dense layers' MLPs
+# (activations.mlp_width_per_token). Measured on whole steps of a tiny DeepSeek-V3 at 3 and 5
+# layers, full fine-tuning and LoRA, with and without checkpointing
+# (tools/calibrate/results/cpu-moe.json, held to 10 % by tests/engine/test_calibration_moe.py;
+# before these terms the 5-layer step was 3.3 % under with eager attention). Eager attention
+# there: MLA's value heads are narrower than its query/key heads, so SDPA on a CPU falls back
+# to the math kernel and keeps the score matrix (32 bytes per token per key position, which
+# made an earlier SDPA check read 9.9-14.5 % under), which a GPU's memory-efficient kernel does
+# not keep.
 MLA_MODEL_TYPES: frozenset[str] = frozenset(
     {"deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe_lite", "glm_moe_dsa"}
 )
-"""Multi-head latent attention: activations approximated (estimate.py, assumption "mla")."""
+"""Multi-head latent attention: activations measured (comment above; assumption "mla")."""
 SINK_MODEL_TYPES: frozenset[str] = frozenset({"gpt_oss"})
-"""Attention sinks and sliding windows: activations approximated (assumption "sinks")."""
+"""Attention sinks and sliding windows: eager attention's scores in the sinks' dtype
+(activations.eager_score_bytes), measured on a tiny gpt-oss (assumption "sinks")."""
 
 # The sparse-attention indexer's LayerNorm on its keys (weight and bias): transformers'
 # DeepseekV32Indexer / GlmMoeDsaIndexer, ``nn.LayerNorm(index_head_dim)``.
@@ -213,8 +219,9 @@ def _mla(cfg: _Config, model_type: str, *, indexer: bool, lite: bool = False) ->
     linears += _mlp(hidden, moe.width * shared, moe.layers, target=False)
     linears += _mlp(hidden, intermediate, layers - moe.layers, target=False)
     att = _Attention(hidden, heads, heads, qk_dim)
-    return _shape(cfg, model_type=model_type, att=att, layers=layers,
-                  intermediate=intermediate, linears=linears, norm=norm, other=0, moe=moe)
+    shape = _shape(cfg, model_type=model_type, att=att, layers=layers,
+                   intermediate=intermediate, linears=linears, norm=norm, other=0, moe=moe)
+    return replace(shape, latent_norm_width=(q_rank or 0) + kv_rank)
 
 
 def _indexed_layers(cfg: _Config, layers: int) -> int:
@@ -307,9 +314,10 @@ def _gpt_oss(cfg: _Config) -> ModelShape:
     bias = cfg.flag("attention_bias", True)
     linears = _separate_attention(att, layers, qkv_bias=bias, o_bias=bias)
     linears += _experts(att.hidden, moe, peft_fused=False, router_target=False, bias=True)
-    return _shape(cfg, model_type="gpt_oss", att=att, layers=layers, intermediate=moe.width,
-                  linears=linears, norm=(2 * layers + 1) * att.hidden,
-                  other=layers * att.heads, moe=moe, mask_kinds=2)
+    shape = _shape(cfg, model_type="gpt_oss", att=att, layers=layers, intermediate=moe.width,
+                   linears=linears, norm=(2 * layers + 1) * att.hidden,
+                   other=layers * att.heads, moe=moe, mask_kinds=2)
+    return replace(shape, attention_sinks=True)
 
 
 def _llama4_text(cfg: _Config, *, model_type: str = "llama4_text", tower: int = 0) -> ModelShape:

@@ -171,6 +171,11 @@ class ModelShape:
     audio_tower_params: int = 0
     # Hybrid models' linear-attention or Mamba layers (arch_hybrid.py).
     mixer: MixerLayers | None = None
+    # Multi-head latent attention's RMSNorms on its compressed q and kv (q_lora_rank +
+    # kv_lora_rank per layer; arch_moe.py): their activations (activations.py).
+    latent_norm_width: int = 0
+    # Learned attention sinks concatenated to the scores (gpt-oss; activations.eager_score_bytes).
+    attention_sinks: bool = False
 
     @property
     def total_params(self) -> int:

@@ -151,11 +151,14 @@ ASSUMPTION_LABELS = {
                                     "(transformers 4) would keep them in NF4"),
     "qlora_per_expert_nf4": N_("QLoRA with one linear layer per expert (transformers 4 "
                                "modules): the experts and routers in NF4"),
-    "mla": N_("multi-head latent attention: activations modelled as attention with keys and "
-              "values expanded per head; the compressed q and kv tensors are not counted "
-              "separately (approximate, not measured)"),
-    "sinks": N_("attention sinks and sliding-window layers: activations modelled as full "
-                "attention, the sinks as biases (approximate, not measured)"),
+    "mla": N_("multi-head latent attention: activations of q, the keys and values expanded "
+              "per head and the norms of the compressed q and kv, measured on whole training "
+              "steps of a small DeepSeek-V3 (within %(within)s %%)"),
+    "sinks": N_("attention sinks: transformers runs gpt-oss with eager attention (it has no "
+                "SDPA path), which keeps the score matrix of every layer, sliding-window layers "
+                "included; the softmax over the scores and sinks runs in fp32 under mixed "
+                "precision and in bf16 on a bf16 base; measured on whole training steps of a "
+                "small gpt-oss (within %(within)s %%)"),
     "gemma4": N_("Gemma 4: activations modelled with the sliding layers' heads and head width "
                  "on every layer, without the per-layer-embedding inputs and the shared layers' "
                  "wider MLP (approximate, not measured)"),

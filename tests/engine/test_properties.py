@@ -55,7 +55,12 @@ def test_sharding_never_adds_per_gpu_states(slug: str, job: Job, gpus: int) -> N
 @FAST
 @given(slug=slugs, job=jobs)
 def test_qlora_below_lora_below_full(slug: str, job: Job) -> None:
+    """A fused mixture of experts is the exception: 4-bit loading leaves its experts 16-bit and
+    PEFT's prepare makes them fp32, so there QLoRA holds more than LoRA on a bf16 base
+    (test_moe_qlora_layout.py); with one linear layer per expert the order holds again."""
     shape = reference_shape(slug)
+    if shape.is_moe:
+        job = dataclasses.replace(job, moe_lora="per-expert")
     by_method = [
         model_states(shape, dataclasses.replace(job, method=method)).total_bytes
         for method in ("qlora", "lora", "full")
