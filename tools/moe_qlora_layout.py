@@ -70,6 +70,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
                     "intermediate_size": 32, "intermediate_size_mlp": 96,
                     "num_local_experts": 4, "num_experts_per_tok": 1,
                     "interleave_moe_layer_step": 2},
+    "gemma4_text": {"model_type": "gemma4_text", "num_hidden_layers": 2, "hidden_size": 64,
+                    "intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2,
+                    "head_dim": 16, "global_head_dim": 32, "num_global_key_value_heads": 1,
+                    "attention_k_eq_v": True, "enable_moe_block": True, "num_experts": 4,
+                    "top_k_experts": 2, "moe_intermediate_size": 32,
+                    "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0,
+                    "vocab_size": 512, "vocab_size_per_layer_input": 512,
+                    "sliding_window": 128, "final_logit_softcapping": 30.0,
+                    "max_position_embeddings": 4096, "tie_word_embeddings": True,
+                    "layer_types": ["sliding_attention", "full_attention"]},
 }
 
 

@@ -25,7 +25,9 @@ What sets the language model apart from Gemma 3:
   ``nn.Linear`` ``proj``, a per-channel ``scale`` and a ``per_expert_scale``: both in
   ``split.other``) and fused 3-D experts, with three more RMSNorms. PEFT 0.21 has no conversion
   for ``gemma4``, so "all-linear" adapts the router's projection and the dense MLP, never the
-  experts (``LinearSpec.lora_target``).
+  experts (``LinearSpec.lora_target``). The experts are ``nn.Parameter`` tensors, which
+  ``load_in_4bit`` leaves 16-bit (``LinearSpec.packed_4bit``); the router's ``proj`` is an
+  ``nn.Linear`` and is packed.
 
 The towers (loaded frozen, never adapted, :attr:`ModelShape.tower_params`): the vision encoder
 (patch projection, a learned 2-D position table, Gemma-style blocks with q/k norms, no biases)
@@ -252,9 +254,9 @@ def gemma4_text(cfg: _Config) -> ModelShape:
         linears += [
             LinearSpec("proj", "router", hidden, experts, layers),
             LinearSpec("gate_up_proj", "gate_up", hidden, 2 * width, layers, experts, active,
-                       lora_target=False, lora_rank_factor=2),
+                       lora_target=False, lora_rank_factor=2, packed_4bit=False),
             LinearSpec("down_proj", "down", width, hidden, layers, experts, active,
-                       lora_target=False),
+                       lora_target=False, packed_4bit=False),
         ]
         norms += 3 * layers * hidden
         other = layers * (hidden + experts)  # the router's scale and per_expert_scale

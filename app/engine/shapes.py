@@ -68,7 +68,7 @@ class LinearSpec:
     # integration (``replace_with_bnb_linear``) swaps only modules whose type is exactly
     # ``nn.Linear`` (or GPT-2's ``Conv1D``) for ``Linear4bit``; fused 3-D expert tensors and
     # routers held as ``nn.Parameter`` (or an ``nn.Linear`` subclass, Llama 4's router) stay in
-    # the checkpoint's dtype. Measured with bitsandbytes 0.50.2 on seven MoE types:
+    # the checkpoint's dtype. Measured with bitsandbytes 0.50.2 on eight MoE types:
     # tools/moe_qlora_layout.py, tests/fixtures/moe_qlora_layout.json.
     packed_4bit: bool = True
 

@@ -303,7 +303,7 @@ def packed_specs(shape: ModelShape, moe_lora: MoeLora = "fused") -> tuple[Linear
     parameters that ``load_in_4bit`` leaves in the checkpoint's dtype, and
     ``prepare_model_for_kbit_training`` then casts them to fp32 like any other non-4-bit
     parameter. Measured with transformers 5.24, PEFT 0.21.2 and bitsandbytes 0.50.2 on tiny
-    Qwen3-MoE, Mixtral, gpt-oss, DeepSeek-V3, GLM-4.5, MiniMax-M2 and Llama 4 models:
+    Qwen3-MoE, Mixtral, gpt-oss, DeepSeek-V3, GLM-4.5, MiniMax-M2, Llama 4 and Gemma 4 models:
     ``tools/moe_qlora_layout.py`` (``tests/fixtures/moe_qlora_layout.json``): no expert or
     router parameter was packed. ``per-expert`` (transformers 4's one ``nn.Linear`` per
     expert and router): every block linear layer."""

@@ -3,7 +3,7 @@
 transformers 5 keeps experts as fused 3-D parameters and routers as parameters; its
 ``load_in_4bit`` packs only ``nn.Linear`` modules, so those stay 16-bit and PEFT's
 ``prepare_model_for_kbit_training`` casts them to fp32. ``tools/moe_qlora_layout.py`` measured
-it with transformers 5.24, PEFT 0.21.2 and bitsandbytes 0.50.2 on seven tiny MoE models
+it with transformers 5.24, PEFT 0.21.2 and bitsandbytes 0.50.2 on eight tiny MoE models
 (``tests/fixtures/moe_qlora_layout.json``); the engine is held to that census here. The
 ``per-expert`` convention (transformers 4's layout, one ``nn.Linear`` per expert) keeps the
 experts in NF4.
@@ -44,7 +44,7 @@ def _unpacked(census: dict[str, Any], dtype: str | None = None) -> int:
 
 def test_the_census_covers_the_moe_families_with_current_libraries() -> None:
     assert set(MODELS) >= {"qwen3_moe", "mixtral", "gpt_oss", "deepseek_v3", "glm4_moe",
-                           "minimax_m2", "llama4_text"}
+                           "minimax_m2", "llama4_text", "gemma4_text"}
     assert LAYOUT["versions"]["transformers"].startswith("5.")
     assert LAYOUT["versions"]["bitsandbytes"].startswith("0.50")
 
