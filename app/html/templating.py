@@ -87,6 +87,18 @@ def _error_text(context: Context, error: FieldError | None) -> str:
     return message % params if params else message
 
 
+@pass_context
+def _message(context: Context, message: str, values: Mapping[str, int | float | str]) -> str:
+    """A message (an English msgid) in the request's language with its values in place,
+    numbers formatted the locale's way and strings as they are; the message is always
+    %-formatted, so it writes a percent sign as ``%%`` like the templates' ``_()``."""
+    lang = context["lang"]
+    return i18n.translations(lang).gettext(message) % {
+        key: value if isinstance(value, str) else i18n.format_number(value, lang)
+        for key, value in values.items()
+    }
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """The Jinja environment: autoescaping on, undefined names are errors, gettext installed.
@@ -112,6 +124,8 @@ def environment() -> Environment:
     env.filters["day"] = _day
     env.filters["moment"] = _moment
     env.globals["error_text"] = _error_text
+    env.globals["message"] = _message
+    env.globals["translated"] = _gettext  # data worded as a msgid: escaped, never %-formatted
     env.globals["serving_labels"] = serving_labels
     return env
 

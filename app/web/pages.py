@@ -13,11 +13,11 @@ from app.config import ROOT, STATIC_DIR, Settings
 from app.engine.documentation import TERMS
 from app.engine.estimate import ENGINE_VERSION
 from app.engine.model_types import SUPPORTED_MODEL_TYPES
-from app.html.forms import N_
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path
 from app.html.templating import render
 from app.web import serving_view
+from app.web.method_terms import TERM_TEXTS
 
 router = APIRouter(include_in_schema=False)
 
@@ -27,27 +27,6 @@ EXTERNAL_JSON = ROOT / "tools" / "calibrate" / "external" / "results.json"
 """Published GPU runs against the engine and fitcheck-llm (tools/calibrate/external/results.py)."""
 ONE_YEAR_S = 365 * 24 * 3600
 FAVICON = STATIC_DIR / "img" / "favicon.svg"
-
-
-TERM_TITLES = {
-    "parameters": N_("Parameters"),
-    "full-zero": N_("Full fine-tuning, ZeRO accounting"),
-    "full-hf": N_("Full fine-tuning, Hugging Face accounting"),
-    "optimizers": N_("Optimizer states"),
-    "lora": N_("LoRA adapter"),
-    "qlora": N_("QLoRA base"),
-    "sharding": N_("Several GPUs"),
-    "litgpt": N_("LitGPT (--framework litgpt)"),
-    "layer-activations": N_("Activations per decoder layer"),
-    "hybrid-layers": N_("Linear-attention and Mamba layers (hybrid models)"),
-    "checkpointing": N_("Gradient checkpointing"),
-    "loss-head": N_("Loss head"),
-    "peak": N_("Peak over phases"),
-    "overhead": N_("Overhead: reserved memory and context"),
-    "formats": N_("Low-precision formats"),
-}
-"""The headings of "How we calculate" in the reader's language, by the engine's term keys
-(issue 18, point 8); a term added to the engine without one keeps its English title."""
 
 
 HOME = "/"
@@ -97,10 +76,12 @@ def _accuracy() -> dict[str, Any] | None:
 
 @router.get("/how-we-calculate", response_class=HTMLResponse)
 def how_we_calculate(request: Request) -> HTMLResponse:
-    """Every term with its formula and source, straight from the engine's documentation."""
+    """Every term with its formula and source: the engine's constants in the web layer's
+    wording, in the reader's language (issue 18, point 8)."""
     return render(
         request, "web/how_we_calculate.html",
-        {"terms": TERMS, "term_titles": TERM_TITLES, "engine_version": ENGINE_VERSION,
+        {"terms": [(term, TERM_TEXTS[term.key]) for term in TERMS],
+         "engine_version": ENGINE_VERSION,
          "accuracy": _accuracy(),
          "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON),
          "model_types": SUPPORTED_MODEL_TYPES, "serving": serving_view.method_page()},

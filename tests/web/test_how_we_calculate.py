@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,17 +12,68 @@ import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
-from app.engine.documentation import TERMS
+from app.engine.documentation import TERMS, Value
+from app.html import i18n
 from app.web import pages
+from app.web.exclusion_reasons import EXCLUSION_REASONS
+from app.web.method_terms import TERM_TEXTS
+
+PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _worded(message: str, values: Mapping[str, Value], lang: str) -> str:
+    """A term's message as the page words it: translated, the values the locale's way."""
+    return i18n.translations(lang).gettext(message) % {
+        key: value if isinstance(value, str) else i18n.format_number(value, lang)
+        for key, value in values.items()
+    }
 
 
 def test_every_term_with_formula_and_source(client: TestClient, htmx: bool) -> None:
     response = client.get("/how-we-calculate", headers={"HX-Request": "true"} if htmx else {})
     assert response.status_code == 200
     for term in TERMS:
+        text = TERM_TEXTS[term.key]
         assert f'id="term-{term.key}"' in response.text
-        assert str(escape(term.formula)) in response.text
-        assert str(escape(term.source)) in response.text
+        assert str(escape(_worded(text.formula, term.values, "en"))) in response.text
+        assert str(escape(_worded(text.source, {}, "en"))) in response.text
+
+
+def test_the_wording_quotes_exactly_the_engine_s_constants() -> None:
+    """Every engine term has its wording, and each formula names every constant the engine
+    gives for it and no other: a constant added to a term shows, a renamed one fails here."""
+    assert set(TERM_TEXTS) == {term.key for term in TERMS}
+    for term in TERMS:
+        text = TERM_TEXTS[term.key]
+        assert set(PLACEHOLDER.findall(text.formula)) == set(term.values), term.key
+        assert PLACEHOLDER.findall(text.source) == [], term.key
+
+
+def test_the_formulas_read_the_same_in_english_and_in_german_with_german_numbers(
+    client: TestClient,
+) -> None:
+    """Issue 18, point 8: the engine's constants in the reader's language, the English page
+    saying what it always said."""
+    english = client.get("/how-we-calculate", headers={"Accept-Language": "en"}).text
+    german = client.get("/how-we-calculate", headers={"Accept-Language": "de"}).text
+    assert ("2 (bf16 weights) + 2 (gradients) + 4 (fp32 master) + 8 (Adam moments) = 16 bytes "
+            "per parameter") in english
+    assert ("2 (bf16-Gewichte) + 2 (Gradienten) + 4 (fp32-Master-Kopie) + 8 (Adam-Momente) = "
+            "16 Byte je Parameter") in german
+    assert "reserve, 25.5 % of the step&#39;s own tensors" in english
+    assert "Caching-Allocators, 25,5 % der eigenen Tensoren" in german
+    assert "8K + 37.5KE + 30V" in english and "8K + 37,5KE + 30V" in german
+    assert "4.127 bits per parameter" in english and "4,127 Bit je Parameter" in german
+    assert "Quelle: Rajbhandari et al., ZeRO, arXiv 1910.02054, Abschnitt 3.1" in german
+
+
+def test_every_reason_for_leaving_a_figure_out_is_translated() -> None:
+    """A figure excluded with a reason the German page cannot word fails here: add the reason
+    to app/web/exclusion_reasons.py and translate it (docs/development.md)."""
+    german = i18n.translations("de")
+    reasons = {case["excluded"] for case in _external()["cases"] if case["excluded"]}
+    assert reasons and reasons <= set(EXCLUSION_REASONS)
+    assert all(german.gettext(reason) != reason for reason in reasons)
 
 
 def test_measurement_pending_without_accuracy_files(
@@ -80,6 +133,8 @@ def test_the_published_gpu_runs_side_by_side_in_english(client: TestClient) -> N
         assert f"<code>{case['id']}</code>" in cases
         if case["excluded"]:
             assert str(escape(case["excluded"])) in cases
+    german = client.get("/how-we-calculate", headers={"Accept-Language": "de"}).text
+    assert "unter dem Minimum der Modellzustände: 1,236 Mrd. Parameter" in german
     assert "figures not counted, and why" in body
 
 
