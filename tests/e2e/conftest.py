@@ -29,6 +29,19 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+SELLER = {
+    "seller_company": "Beispiel-Rechenzentrumsausstattung GmbH & Co. KG",
+    "seller_address": "Hauptstraße 123, Hinterhaus, 3. Obergeschoss, 10115 Berlin",
+    "seller_register": "Amtsgericht Berlin-Charlottenburg HRB 123456 B",
+    "seller_vat_id": "DE123456789",
+    "seller_terms_url": "https://shop.example/allgemeine-geschaeftsbedingungen",
+    "seller_imprint_url": "https://shop.example/impressum",
+    "contact_name": "Maximiliane Vertriebsbeauftragte",
+    "contact_email": "maximiliane.vertriebsbeauftragte@beispiel-rechenzentrum.example",
+    "contact_phone": "+49 30 123456789",
+}
+"""The seller's details a shop configures (issue 18, point 14), long as real ones are, so the
+browser tests see /q/ and the print view with them."""
 
 
 def _require_chromium() -> None:
@@ -56,7 +69,10 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with make_session_factory(engine).begin() as session:
         seed_database(session)
     engine.dispose()
-    app = create_app(load_settings(database_url=database_url, default_locale="en"))
+    # Every browser test asks for quotes from 127.0.0.1: the hourly limit per address (its own
+    # tests are in tests/web) would refuse the eleventh of the session.
+    app = create_app(load_settings(database_url=database_url, default_locale="en",
+                                   quote_rate_limit_per_hour=1000, **SELLER))
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
