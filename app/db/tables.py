@@ -261,6 +261,10 @@ class QuoteRequest(Base):
     # Marked as spam by staff: hidden from the desk's default list, kept (and audited), so a
     # wrong call can be undone and a flood can be looked at later.
     spam: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # When and how a sent quote was accepted (issue 18, point 14): ``link`` by the customer on
+    # their /q/ page, ``desk`` recorded by staff (named in the audit log); NULL before.
+    accepted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    accepted_via: Mapped[str | None] = mapped_column(String(8))
 
     lines: Mapped[list[QuoteLine]] = relationship(
         back_populates="quote_request",

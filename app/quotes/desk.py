@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import CursorResult, or_, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -87,6 +88,7 @@ def _snapshot(row: QuoteRequest) -> dict[str, Any]:
         "status": row.status, "staff_notes": row.staff_notes,
         "valid_until": row.valid_until.isoformat() if row.valid_until else None,
         "sent_at": row.sent_at.isoformat() if row.sent_at else None,
+        "accepted_at": row.accepted_at.isoformat() if row.accepted_at else None,
         "vat_rate_percent": str(row.vat_rate_percent) if row.vat_rate_percent is not None
         else None,
         "lines": [
@@ -163,23 +165,43 @@ def get_sent_quote(session: Session, *, token: str, vat: VatPolicy) -> Quote | N
 
 CUSTOMER = Actor(user_id=None, name="customer (/q/ page)")
 """Who the audit log names when a customer accepts their quote."""
+ACCEPTED_VIA_LINK = "link"
+ACCEPTED_VIA_DESK = "desk"
+"""How an acceptance came (``QuoteRequest.accepted_via``): the customer on /q/, or staff."""
 
 
-def accept(session: Session, *, token: str) -> str:
+def accept(session: Session, *, token: str, today: date | None = None) -> str:
     """The customer accepts their sent, still valid quote on its /q/ page (issue 18, point 14):
-    status accepted, audited in the same transaction; accepting twice changes nothing. Returns
-    the reference. NotFound for an unknown or unsent quote, Conflict once it expired."""
+    status accepted with the moment and ``link``, audited in the same transaction. Returns the
+    reference. NotFound for an unknown or unsent quote, Conflict once it expired.
+
+    One conditional UPDATE does it, before anything is read: of two clicks at once, the second
+    waits for the first's row lock (PostgreSQL) or write lock (SQLite), then matches no row and
+    finds the quote accepted, so a double click records one acceptance and answers both alike.
+    """
+    today = today or validity.today()
+    now = utcnow()
+    result = session.execute(
+        update(QuoteRequest)
+        .where(QuoteRequest.token == token, QuoteRequest.status == "sent",
+               QuoteRequest.sent_at.is_not(None),
+               or_(QuoteRequest.valid_until.is_(None), QuoteRequest.valid_until >= today))
+        .values(status="accepted", accepted_at=now, accepted_via=ACCEPTED_VIA_LINK,
+                updated_at=now, version=QuoteRequest.version + 1)
+        .execution_options(synchronize_session=False)
+    )
+    moved = isinstance(result, CursorResult) and result.rowcount == 1
+    session.expire_all()
     row = repository.row_by_token(session, token)
     if row is None or row.sent_at is None:
         raise NotFound("no sent quote at this address", field="token")
-    if row.status == "accepted":
-        return row.reference
-    if validity.effective_status(row.status, row.valid_until, validity.today()) != "sent":
+    if moved:
+        after = _snapshot(row)
+        audit.record(session, actor=CUSTOMER, entity="quote", entity_key=row.reference,
+                     action="accept", after=after,
+                     before={**after, "status": "sent", "accepted_at": None})
+    elif row.status != "accepted":
         raise Conflict("this offer has expired", field="quote")
-    before = _snapshot(row)
-    row.status = "accepted"
-    _save(session, row, actor=CUSTOMER, reference=row.reference, action="accept",
-          before=before)
     return row.reference
 
 
@@ -318,6 +340,11 @@ def update_details(session: Session, *, actor: Actor, reference: str, version: i
     if row.sent_at is not None:
         if status not in SENT_STATUSES:
             raise InvalidInput("a sent quote can only be accepted or expire", field="status")
+        if row.status == "accepted" and status != "accepted":
+            raise InvalidInput("an accepted quote is an order; it stays accepted",
+                               field="status")
+        if status == "accepted" and row.status != "accepted":
+            row.accepted_at, row.accepted_via = utcnow(), ACCEPTED_VIA_DESK
         row.status = status
     else:
         if status not in ("new", "in_progress"):

@@ -44,6 +44,8 @@ class Quote:
     staff_notes: str | None
     valid_until: date | None
     sent_at: datetime | None
+    accepted_at: datetime | None
+    accepted_via: str | None
     partner: str | None
     partner_reference: str | None
     spam: bool
@@ -84,6 +86,7 @@ def quote(row: QuoteRequest, policy: VatPolicy) -> Quote:
         request=to_record(row), version=row.version, updated_at=row.updated_at,
         status=validity.effective_status(row.status, row.valid_until, validity.today()),
         staff_notes=row.staff_notes, valid_until=row.valid_until, sent_at=row.sent_at,
+        accepted_at=row.accepted_at, accepted_via=row.accepted_via,
         partner=row.partner.name if row.partner is not None else None,
         partner_reference=row.partner_reference, spam=row.spam, lines=lines, vat=decision,
         totals=pricing.totals((line.net_eur for line in lines),

@@ -28,7 +28,7 @@ from app.caches import Caches
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.config import Settings
-from app.errors import InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound
 from app.estimates import serving as serving_service
 from app.html import htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
@@ -259,10 +259,18 @@ def quote_request_page(request: Request, session: DbSession, token: str,
 @router.post("/q/{token}/accept")
 def accept_quote(request: Request, session: DbSession, token: str,
                  body: Annotated[FormBody, Depends(read_form)]) -> Response:
-    """The customer accepts the sent quote; the form's box confirms it (issue 18, point 14)."""
+    """The customer accepts the sent quote; the form's box confirms it (issue 18, point 14).
+    Accepting twice (a double click) answers like the first time; an expired offer is refused
+    on its own page, saying so, with nothing recorded."""
+    errors = FieldErrors()
     if not body.fields.get("confirm"):
-        errors = FieldErrors()
         errors.add("confirm", N_("Tick the box to accept the quote."))
         return quote_request_page(request, session, token, errors=errors, status=422)
-    desk.accept(session, token=token)
+    try:
+        desk.accept(session, token=token)
+    except Conflict:
+        session.rollback()
+        errors.add("quote", N_("This offer has expired and can no longer be accepted here; "
+                               "ask your contact for a new one."))
+        return quote_request_page(request, session, token, errors=errors, status=409)
     return htmx.redirect(request, f"/q/{token}?accepted=1")

@@ -251,10 +251,11 @@ def test_details_form_rejects_a_bad_date_and_a_sent_quote_can_be_accepted(
     _, version = _open(client, reference)
     assert client.post(f"/staff/quotes/{reference}", data={
         "csrf_token": token, "version": version, "status": "accepted"}).status_code == 303
-    assert "Accepted." in client.get(q_path).text
+    assert "recorded on the desk" in client.get(q_path).text
     with users() as session:
         row = session.scalars(select(QuoteRequest)).one()
         assert row.status == "accepted" and row.valid_until is not None  # 30 days by default
+        assert row.accepted_via == "desk" and row.accepted_at is not None
 
 
 def _lapse(users: SessionFactory) -> str:

@@ -1,0 +1,34 @@
+"""quote_request.accepted_at and accepted_via: when and where a quote was accepted
+
+Issue 18, point 14. A customer accepts a sent quote on its /q/ page, or staff record an
+acceptance that came by phone or e-mail on the desk. The status says "accepted"; these say
+when (UTC) and how (``link``: the customer's own page; ``desk``: staff, named in the audit
+log). Both stay NULL until then. The quote's lines, prices and VAT rate are frozen from sending
+on, so what was accepted is exactly the quote as sent (and the audit entry keeps it too).
+
+Revision ID: 20261203_0006
+Revises: 20261203_0005
+Create Date: 2026-12-03
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "20261203_0006"
+down_revision: str | None = "20261203_0005"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("quote_request") as batch:
+        batch.add_column(sa.Column("accepted_at", sa.DateTime(timezone=True), nullable=True))
+        batch.add_column(sa.Column("accepted_via", sa.String(length=8), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("quote_request") as batch:
+        batch.drop_column("accepted_via")
+        batch.drop_column("accepted_at")
