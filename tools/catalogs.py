@@ -22,6 +22,7 @@ Run from the repository root after adding or changing a message::
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -59,11 +60,17 @@ def _entries(catalog: Catalog, **options: bool) -> bytes:
     return buffer.getvalue()
 
 
+def _undated(pot: bytes) -> bytes:
+    return re.sub(rb'"POT-Creation-Date: [^"]*"', b"", pot)
+
+
 def refresh() -> list[tuple[str, str]]:
     """Write the template and append its new messages to each language; returns the
     (language, message) pairs that still need a translation."""
     template = extracted()
-    (LOCALES / "messages.pot").write_bytes(_entries(template, sort_output=True))
+    pot, text = LOCALES / "messages.pot", _entries(template, sort_output=True)
+    if not pot.is_file() or _undated(pot.read_bytes()) != _undated(text):
+        pot.write_bytes(text)  # only when a message changed, not for a new creation date
     untranslated = []
     for po in sorted(LOCALES.glob("*/LC_MESSAGES/messages.po")):
         lang = po.parent.parent.name
