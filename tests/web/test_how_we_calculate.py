@@ -12,10 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
+from app.config import ROOT
 from app.engine.documentation import TERMS, Value
 from app.html import i18n
 from app.web import pages
-from app.web.exclusion_reasons import EXCLUSION_REASONS
+from app.web.data_notes import EXCLUSION_REASONS, SERVING_WEIGHT_NOTES
 from app.web.method_terms import TERM_TEXTS
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
@@ -67,13 +68,18 @@ def test_the_formulas_read_the_same_in_english_and_in_german_with_german_numbers
     assert "Quelle: Rajbhandari et al., ZeRO, arXiv 1910.02054, Abschnitt 3.1" in german
 
 
-def test_every_reason_for_leaving_a_figure_out_is_translated() -> None:
-    """A figure excluded with a reason the German page cannot word fails here: add the reason
-    to app/web/exclusion_reasons.py and translate it (docs/development.md)."""
+def test_every_note_kept_with_the_published_measurements_is_translated() -> None:
+    """A figure excluded, or a vLLM log's weights left uncompared, with a note the German page
+    cannot word fails here: add the note to app/web/data_notes.py and translate it
+    (docs/development.md)."""
     german = i18n.translations("de")
     reasons = {case["excluded"] for case in _external()["cases"] if case["excluded"]}
     assert reasons and reasons <= set(EXCLUSION_REASONS)
-    assert all(german.gettext(reason) != reason for reason in reasons)
+    logs = json.loads((ROOT / "tools" / "serving" / "vllm_logs.json").read_text("utf-8"))
+    notes = {case["weights_check_skipped"] for case in logs["cases"]
+             if case.get("weights_check_skipped")}
+    assert notes <= set(SERVING_WEIGHT_NOTES)
+    assert all(german.gettext(note) != note for note in reasons | notes)
 
 
 def test_measurement_pending_without_accuracy_files(
