@@ -6,8 +6,8 @@ when (UTC) and how (``link``: the customer's own page; ``desk``: staff, named in
 log). Both stay NULL until then. The quote's lines, prices and VAT rate are frozen from sending
 on, so what was accepted is exactly the quote as sent (and the audit entry keeps it too).
 
-Revision ID: 20261203_0006
-Revises: 20261203_0005
+Revision ID: 20261203_0007
+Revises: 20261203_0006
 Create Date: 2026-12-03
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "20261203_0006"
-down_revision: str | None = "20261203_0005"
+revision: str = "20261203_0007"
+down_revision: str | None = "20261203_0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
