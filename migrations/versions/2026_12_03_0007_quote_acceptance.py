@@ -23,12 +23,12 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("quote_request") as batch:
-        batch.add_column(sa.Column("accepted_at", sa.DateTime(timezone=True), nullable=True))
-        batch.add_column(sa.Column("accepted_via", sa.String(length=8), nullable=True))
+    # Plain ADD/DROP COLUMN, not a batch: SQLite's batch copy would move 0006's inline CHECK
+    # on workload into a table constraint, and 0006's own DROP COLUMN would then fail.
+    op.add_column("quote_request", sa.Column("accepted_at", sa.DateTime(timezone=True)))
+    op.add_column("quote_request", sa.Column("accepted_via", sa.String(length=8)))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("quote_request") as batch:
-        batch.drop_column("accepted_via")
-        batch.drop_column("accepted_at")
+    op.drop_column("quote_request", "accepted_via")
+    op.drop_column("quote_request", "accepted_at")
