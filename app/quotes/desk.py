@@ -60,6 +60,8 @@ class QuoteSummary:
     partner: str | None
     spam: bool
     is_sent: bool
+    workload: str = "training"
+    """Which calculator the request came from ("training" or "serving", issue 17)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,7 @@ def list_quotes(session: Session, *, status: str | None = None, before: int | No
             id=row.id, reference=row.reference, created_at=row.created_at,
             company=row.company, name=row.name, country=row.country, item_name=row.item_name,
             quantity=row.quantity, partner=row.partner.name if row.partner else None,
-            spam=row.spam, is_sent=row.sent_at is not None,
+            spam=row.spam, is_sent=row.sent_at is not None, workload=row.workload,
             status=validity.effective_status(row.status, row.valid_until, validity.today()),
         )
         for row in rows[:limit]

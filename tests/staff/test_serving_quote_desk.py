@@ -1,6 +1,7 @@
-"""A serving quote on the staff desk (issue 17): the desk, its print view and the customer's
-priced page show the serving sizing (workload, Serve inputs, users, tokens/s, KV cache, the
-serving breakdown), never a training one; the German desk has no English."""
+"""A serving quote on the staff desk (issue 17): the list marks it; the desk, its print view
+and the customer's priced page show the serving sizing (workload, Serve inputs, users,
+tokens/s, KV cache, the serving breakdown), never a training one; the German desk has no
+English."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def test_the_desk_print_view_and_priced_page_show_the_serving_sizing(
     customer = _figures(client.get(q_path).text)
     assert {"users", "speed", "speed-total", "weights", "kv", "kv-pool", "total"} <= set(customer)
     reference = _reference(users)
+    listed = client.get("/staff/quotes").text
+    assert f'id="workload-{reference}">(Serve)<' in listed
     desk = client.get(f"/staff/quotes/{reference}").text
     assert 'id="workload">Serve<' in desk
     assert 'href="/serve?model=llama-3.3-70b&amp;weights=fp8&amp;kv=fp8' in desk
@@ -75,6 +78,7 @@ def test_the_german_desk_shows_a_serving_quote_without_english(
     _serving_request(browser)
     sign_in(browser, ADMIN)
     reference = _reference(users)
+    assert f'id="workload-{reference}">(Inferenz)<' in browser.get("/staff/quotes").text
     for path in (f"/staff/quotes/{reference}", f"/staff/quotes/{reference}/print"):
         text = browser.get(path).text
         assert "Inferenz" in text and "Tokens/s je Nutzer" in text, path
