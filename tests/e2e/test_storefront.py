@@ -65,9 +65,14 @@ def assert_accessible(page: Any, name: str) -> None:
     # A result being refreshed is dimmed (.result.htmx-request, opacity .6 with a 0.2 s
     # transition in site.css); measured mid-transition its text fails colour contrast. Wait
     # until every result is settled at full opacity, as a reader sees it.
+    # The same holds for any htmx request, swap or settle in flight elsewhere on the page and
+    # for any CSS transition still running (an axe colour-contrast failure under load came
+    # from a page that was not yet settled).
     page.wait_for_function(
         "() => [...document.querySelectorAll('.result')].every(e =>"
         " !e.classList.contains('htmx-request') && getComputedStyle(e).opacity === '1')"
+        " && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+        " && document.getAnimations().every(a => a.playState !== 'running')"
     )
     results = Axe().run(page)
     bad = [
