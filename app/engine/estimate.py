@@ -112,7 +112,9 @@ from app.engine.states import (
 # weights, MLA's latent norms, shared-expert and dense-layer MLP widths, gpt-oss's sink softmax
 # dtype and eager attention's in-layer transients (tools/calibrate/results/cpu-moe.json; issue
 # 16).
-ENGINE_VERSION = "1.12.0"
+# 1.13.0: LitGPT's multi-head attention keeps the whole fused qkv output alive through the
+# value's view that SDPA saves (framework_litgpt.py, point 7; issue 15).
+ENGINE_VERSION = "1.13.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MEASURED_WITHIN_PERCENT = 6
@@ -566,6 +568,12 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     if on_litgpt and old_bnb:
         # LitGPT's attention output and lm_head input, kept by the old 4-bit layers too.
         profile = litgpt.with_extra_bnb_inputs(
+            profile, shape, gradient_checkpointing=job.gradient_checkpointing,
+            activation_offload=job.activation_offload)
+    if on_litgpt:
+        # LitGPT's attention keeps its whole fused qkv output through the value's view, with
+        # one key/value head per query head (framework_litgpt.py, point 7).
+        profile = litgpt.with_fused_value_view(
             profile, shape, gradient_checkpointing=job.gradient_checkpointing,
             activation_offload=job.activation_offload)
     fwd_fixed = copies + held_gradients + gathered + dequantised + merged_saved

@@ -66,6 +66,23 @@ litgpt releases pin) and bitsandbytes 0.42.0 (the release litgpt pins:
    block that trains anything, in the parameters' dtype, for all but the last micro-step:
    :func:`no_sync_gradient_bytes`. The published 2-GPU and 4-GPU LoRA runs of the resource
    tables (Llama 2 7B: 22.18 GB on 2 GPUs against 21.30 on one) are this.
+7. **The value keeps the fused qkv output alive.** LitGPT computes q, k and v with one fused
+   linear layer and takes them apart as views: ``qkv.view(B, T, n_query_groups, total_qkv,
+   head_size).permute(0, 2, 3, 1, 4)``, ``q, k, v = qkv.split((q_per_kv, 1, 1), dim=2)`` and
+   ``v.reshape(B, -1, T, head_size)`` (``lit_gpt/model.py`` lines 201-215 at ``8641822``;
+   ``litgpt/model.py`` lines 243-254 at ``e5493986``). q and k become new tensors through
+   ``apply_rope`` and ``torch.cat`` (lines 217-220 there), but with one key/value head per query
+   head the ``expand`` is a no-op (``8641822``) or skipped (``if self.config.n_query_groups !=
+   self.config.n_head``, ``e5493986`` line 248), so ``reshape`` returns a view and ``v`` stays a
+   strided view of the fused output. ``scaled_dot_product_attention`` saves its ``value`` for the
+   backward (PyTorch ``derivatives.yaml``, ``_scaled_dot_product_flash_attention``: ``query,
+   key, value, output, logsumexp``; the flash kernel takes a strided value, it only needs the
+   last stride to be 1), and a saved view holds its whole storage: every layer keeps the q and k
+   parts of its fused output beside the q and k copies that attention saved. The Hugging Face
+   models the shared counts were measured on project v on its own (``v_proj``), so the count has
+   only v's width: :func:`fused_value_view_per_token` adds the q and k widths. With grouped
+   query attention the ``expand`` and ``reshape`` copy v to the query width, which frees the
+   fused output, as Hugging Face's ``repeat_kv`` copies; nothing is added there.
 """
 
 from __future__ import annotations
@@ -92,6 +109,9 @@ LOGIT_BYTES = 2
 # bf16 bytes per element of a 4-bit layer's saved input (bitsandbytes casts A to the compute
 # dtype, bf16 under LitGPT).
 INPUT_BYTES = 2
+# bf16 bytes per element of the fused qkv output (bf16-true, and bf16-mixed's autocast, compute
+# the linear layer in bf16).
+QKV_BYTES = 2
 # The fp16 tensor dequantize_4bit returns plus the bf16 copy MatMul4Bit multiplies with
 # (point 3 of the module docstring).
 DEQUANTISED_BYTES_PER_PARAM = 2 + 2
@@ -154,6 +174,29 @@ def with_extra_bnb_inputs(profile: ActivationProfile, shape: ModelShape, *,
     return dataclasses.replace(
         profile,
         saved_per_token=profile.saved_per_token + per_layer * layers + once,
+        layer_per_token=profile.layer_per_token + per_layer,
+    )
+
+
+def fused_value_view_per_token(shape: ModelShape) -> int:
+    """Bytes per token and decoder layer of the fused qkv output that the value's view keeps
+    beyond v itself (point 7): its q and k parts in bf16, with one key/value head per query
+    head; 0 with grouped or multi-query attention, where v is a copy."""
+    if shape.kv_width != shape.q_width:
+        return 0
+    return QKV_BYTES * (shape.q_width + shape.kv_width)
+
+
+def with_fused_value_view(profile: ActivationProfile, shape: ModelShape, *,
+                          gradient_checkpointing: bool,
+                          activation_offload: bool) -> ActivationProfile:
+    """``profile`` with point 7's bytes in every layer whose tensors are saved and in the layer
+    recomputed under checkpointing."""
+    per_layer = fused_value_view_per_token(shape)
+    layers = _saved_layers(shape, gradient_checkpointing, activation_offload)
+    return dataclasses.replace(
+        profile,
+        saved_per_token=profile.saved_per_token + per_layer * layers,
         layer_per_token=profile.layer_per_token + per_layer,
     )
 

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from app.engine import EngineError, EstimateResult, Job, ModelShape, estimate
-from app.engine.framework_litgpt import NEXT_FORWARD_MOMENT
+from app.engine.framework_litgpt import NEXT_FORWARD_MOMENT, QKV_BYTES
 from app.engine.states import NF4_BITS, QUANT_STATE_MODULE_BYTES
 from tests.engine.reference import reference_shape
 
@@ -65,6 +65,31 @@ def test_old_bitsandbytes_peaks_at_the_next_forward_with_the_previous_inputs() -
     held = old.phases[NEXT_FORWARD_MOMENT] - current.phases[NEXT_FORWARD_MOMENT]
     assert held >= 2 * per_layer * (shape.num_layers - 1) * tokens
     assert any("previous step's 4-bit inputs" in text for text in old.assumptions)
+
+
+def test_multi_head_attention_keeps_the_fused_qkv_output_through_the_value() -> None:
+    # Llama 7B has one key/value head per query head: every layer's saved v is a view of its
+    # fused output, which keeps the q and k parts alive beside the copies attention saved.
+    job = Job(method="lora", lora_targets=("q_proj", "v_proj"), batch_size=2, seq_len=1024)
+    shape, litgpt, hf = _pair("llama-7b", job)
+    assert shape.kv_width == shape.q_width
+    kept = QKV_BYTES * (shape.q_width + shape.kv_width) * shape.num_layers * 2 * 1024
+    assert litgpt.phases["start of backward"] - hf.phases["start of backward"] == kept
+
+
+def test_checkpointing_keeps_the_fused_qkv_output_of_the_recomputed_layer_only() -> None:
+    job = Job(method="lora", lora_targets=("q_proj", "v_proj"), batch_size=2, seq_len=1024,
+              gradient_checkpointing=True)
+    shape, litgpt, hf = _pair("llama-7b", job)
+    kept = QKV_BYTES * (shape.q_width + shape.kv_width) * 2 * 1024
+    assert litgpt.phases["end of backward"] - hf.phases["end of backward"] == kept
+
+
+def test_grouped_query_attention_copies_the_value_and_keeps_nothing_more() -> None:
+    job = Job(method="lora", lora_targets=("q_proj", "v_proj"), batch_size=2, seq_len=1024)
+    shape, litgpt, hf = _pair("llama-3.1-8b", job)
+    assert shape.kv_width < shape.q_width
+    assert litgpt.phases["start of backward"] == hf.phases["start of backward"]
 
 
 def test_fsdp_accumulation_holds_unsharded_gradients_of_every_block() -> None:
