@@ -67,7 +67,8 @@ TERMS: tuple[Term, ...] = (
     Term("qlora", {"nf4_dq_bits": _bits("nf4-dq"), "nf4_bits": _bits("nf4")},
          "app/engine/states.py, app/engine/activations.py"),
     Term("litgpt", {"dequantised": _litgpt.DEQUANTISED_BYTES_PER_PARAM,
-                    "logits": _litgpt.LOGIT_BYTES}, "app/engine/framework_litgpt.py"),
+                    "logits": _litgpt.LOGIT_BYTES, "qkv": _litgpt.QKV_BYTES},
+         "app/engine/framework_litgpt.py"),
     Term("sharding", {
         "prefetch": sharding.DS_PREFETCH_BUCKET_SIZE, "bucket": sharding.DS_REDUCE_BUCKET_SIZE,
         "fsdp_units": sharding.FSDP_LIVE_UNITS,

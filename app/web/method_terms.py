@@ -92,11 +92,13 @@ TERM_TEXTS: Final[dict[str, TermText]] = {
            "attention output and lm_head's input among them): peak = max(the step's own "
            "moments, the end of the next forward); with FSDP and gradient accumulation each "
            "GPU holds the unsharded gradients of every block that trains (no_sync, "
-           "use_orig_params)"),
+           "use_orig_params); with one key/value head per query head attention saves the "
+           "value as a view of the fused qkv output, which keeps its q and k parts "
+           "(%(qkv)s x (q + k width) per token and layer)"),
         N_("read from litgpt (convert_hf_checkpoint.py, model.py, finetune/lora.py at e5493986 "
            "and 00af8b0d; lit-gpt 8641822), Lightning's bitsandbytes plugin and FSDP strategy, "
-           "bitsandbytes 0.42.0 MatMul4Bit (ctx.tensors), PyTorch pull request 90546 and "
-           "issue 91167; held to LitGPT's published tables (tools/calibrate/external)"),
+           "bitsandbytes 0.42.0 MatMul4Bit (ctx.tensors), PyTorch pull request 90546, "
+           "issue 91167 and derivatives.yaml (scaled_dot_product_attention); held to LitGPT's published tables (tools/calibrate/external)"),
     ),
     "sharding": TermText(
         N_("Several GPUs"),
