@@ -98,7 +98,8 @@ TERM_TEXTS: Final[dict[str, TermText]] = {
         N_("read from litgpt (convert_hf_checkpoint.py, model.py, finetune/lora.py at e5493986 "
            "and 00af8b0d; lit-gpt 8641822), Lightning's bitsandbytes plugin and FSDP strategy, "
            "bitsandbytes 0.42.0 MatMul4Bit (ctx.tensors), PyTorch pull request 90546, "
-           "issue 91167 and derivatives.yaml (scaled_dot_product_attention); held to LitGPT's published tables (tools/calibrate/external)"),
+           "issue 91167 and derivatives.yaml (scaled_dot_product_attention); held to "
+           "LitGPT's published tables (tools/calibrate/external)"),
     ),
     "sharding": TermText(
         N_("Several GPUs"),
