@@ -40,10 +40,11 @@ from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES, cache_layers
 from app.engine.errors import EngineError
 from app.engine.shapes import (
     FIELD_BOUNDS,
-    MAX_HEAD_DIM,
+    MAX_CONV_KERNEL,
     MAX_HEADS,
     MAX_LAYERS,
     MAX_POSITIONS,
+    MAX_STATE_SIZE,
     ModelShape,
 )
 
@@ -53,30 +54,17 @@ BLOCK_TOKENS: Final = 16
 STATE_DTYPE_BYTES: Final = 2
 """Linear-attention and Mamba states are kept in the model's 16-bit dtype (vLLM
 ``--mamba-ssm-cache-dtype auto``), not in an fp8 KV cache's."""
-MAX_LATENT: Final = 65_536
-"""MLA latent widths (``kv_lora_rank``, ``qk_rope_head_dim``). Largest released: 512 + 64
-(DeepSeek-V3, Kimi K2)."""
-MAX_STATE_DIM: Final = 65_536
-"""Mamba/linear-attention state dimensions. Largest released: Mamba2 ``mamba_d_state`` 256,
-Qwen3-Next ``linear_value_head_dim`` 128, Nemotron-H ``mamba_num_heads`` 128."""
-MAX_CONV_KERNEL: Final = 64
-"""Causal-convolution width of Mamba and gated DeltaNet layers. Released: 4."""
-
 KV_FIELD_BOUNDS: Final[Mapping[str, int]] = {
     **FIELD_BOUNDS,
-    "kv_lora_rank": MAX_LATENT, "qk_rope_head_dim": MAX_LATENT,
     "sliding_window": MAX_POSITIONS, "attention_chunk_size": MAX_POSITIONS,
-    "sliding_window_pattern": MAX_LAYERS, "full_attention_interval": MAX_LAYERS,
-    "linear_num_key_heads": MAX_HEADS, "linear_num_value_heads": MAX_HEADS,
-    "linear_key_head_dim": MAX_HEAD_DIM, "linear_value_head_dim": MAX_HEAD_DIM,
-    "linear_conv_kernel_dim": MAX_CONV_KERNEL,
-    "mamba_num_heads": MAX_STATE_DIM, "mamba_head_dim": MAX_STATE_DIM,
-    "ssm_state_size": MAX_STATE_DIM, "mamba_d_state": MAX_STATE_DIM,
-    "n_groups": MAX_STATE_DIM, "mamba_n_groups": MAX_STATE_DIM,
-    "conv_kernel": MAX_CONV_KERNEL, "mamba_d_conv": MAX_CONV_KERNEL,
+    "sliding_window_pattern": MAX_LAYERS,
+    "mamba_d_state": MAX_STATE_SIZE, "mamba_n_groups": MAX_HEADS,
+    "mamba_d_conv": MAX_CONV_KERNEL,
 }
-"""Upper bound of every integer this reader takes from a config (the shapes' bounds and the
-attention-layout fields above)."""
+"""Upper bound of every integer this reader takes from a config: the shapes' own table, so a
+field has one bound wherever it is read, plus the attention-layout and Mamba fields only the
+KV reader takes (windows and chunks are token counts, bounded like positions; the ``mamba_*``
+spellings of older Mamba configs share the bounds of the fields they rename)."""
 
 GROUP_SIZE_SPREAD: Final = 1.25
 """vLLM groups a hybrid's layers by the largest kind's count instead of the smallest's when the

@@ -15,7 +15,8 @@ import pytest
 
 from app.engine.approximate import shape_of
 from app.engine.errors import EngineError
-from app.engine.serving_kv import BLOCK_TOKENS, kv_layout
+from app.engine.serving_kv import BLOCK_TOKENS, KV_FIELD_BOUNDS, kv_layout
+from app.engine.shapes import FIELD_BOUNDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,6 +159,34 @@ def test_bad_fields_are_named(field: str, value: object) -> None:
         kv_layout(config)
     assert error.value.field == field
 
+
+
+def test_a_field_has_one_bound_wherever_it_is_read() -> None:
+    """The KV reader extends the shapes' table; it never sets a second bound for their fields."""
+    assert {name: KV_FIELD_BOUNDS[name] for name in FIELD_BOUNDS} == dict(FIELD_BOUNDS)
+
+
+RENAMED: dict[str, str] = {"attention_chunk_size": "sliding_window",
+                           "mamba_d_state": "ssm_state_size", "mamba_n_groups": "n_groups",
+                           "mamba_d_conv": "conv_kernel"}
+"""Older spellings the KV reader falls back on, and the field each one stands in for."""
+
+
+@pytest.mark.parametrize("field", sorted(set(KV_FIELD_BOUNDS) - set(FIELD_BOUNDS)))
+def test_fields_only_the_kv_reader_takes_are_refused_above_their_bound(field: str) -> None:
+    window_field = field.startswith("sliding") or field == "attention_chunk_size"
+    config: dict[str, Any] = (
+        {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 512,
+         "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 1024,
+         "vocab_size": 1000, "layer_types": ["sliding_attention", "full_attention"] * 2}
+        if window_field else fixture("nvidia-nemotron-nano-9b-v2"))
+    if field == "sliding_window_pattern":  # read only where layer_types is absent
+        config = {**fixture("gemma-3-27b-it")["text_config"], "model_type": "gemma3_text"}
+    config.pop(RENAMED.get(field, ""), None)
+    config[field] = KV_FIELD_BOUNDS[field] + 1
+    with pytest.raises(EngineError) as error:
+        kv_layout(config)
+    assert error.value.field.endswith(field)
 
 def fixture(name: str) -> dict[str, Any]:
     config: dict[str, Any] = json.loads(
