@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import CursorResult, or_, update
 from sqlalchemy.orm import Session
@@ -30,7 +30,7 @@ from app.db.tables import QuoteLine, QuoteRequest
 from app.errors import Conflict, InvalidInput, NotFound
 from app.quotes import pricing, repository, validity, view
 from app.quotes.pricing import VatPolicy as VatPolicy  # the desk's callers name it desk.VatPolicy
-from app.quotes.schemas import LINE_KINDS, QUOTE_STATUSES, SENT_STATUSES
+from app.quotes.schemas import LINE_KINDS, QUOTE_STATUSES, SENT_STATUSES, AcceptedVia
 from app.quotes.view import Quote
 
 DEFAULT_VALIDITY_DAYS = 30
@@ -167,8 +167,8 @@ def get_sent_quote(session: Session, *, token: str, vat: VatPolicy) -> Quote | N
 
 CUSTOMER = Actor(user_id=None, name="customer (/q/ page)")
 """Who the audit log names when a customer accepts their quote."""
-ACCEPTED_VIA_LINK = "link"
-ACCEPTED_VIA_DESK = "desk"
+ACCEPTED_VIA_LINK: Final[AcceptedVia] = "link"
+ACCEPTED_VIA_DESK: Final[AcceptedVia] = "desk"
 """How an acceptance came (``QuoteRequest.accepted_via``): the customer on /q/, or staff."""
 
 

@@ -23,6 +23,10 @@ QUOTE_STATUSES: tuple[QuoteStatus, ...] = get_args(QuoteStatus)
 """The desk's workflow: new -> in_progress -> sent -> accepted | expired."""
 SENT_STATUSES: tuple[QuoteStatus, ...] = ("sent", "accepted", "expired")
 """Where a sent quote may still move; its lines and prices are frozen."""
+AcceptedVia = Literal["link", "desk"]
+ACCEPTED_VIA: tuple[AcceptedVia, ...] = get_args(AcceptedVia)
+"""How an acceptance was recorded: the customer's own click on /q/ (``link``), or staff
+recording one that came by mail or phone (``desk``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from decimal import Decimal
 from app.api.v1 import schemas
 from app.catalog.schemas import GpuRecord, ModelRecord, SystemRecord
 from app.estimates.recommendations import Recommendations
+from app.quotes.schemas import ACCEPTED_VIA, AcceptedVia
 from app.quotes.view import Quote
 
 
@@ -75,6 +76,15 @@ def recommendations_out(found: Recommendations,
     )
 
 
+def accepted_via(stored: str | None) -> AcceptedVia | None:
+    """The stored ``accepted_via`` as the API's enum; only the desk's two writers set the column
+    (``quotes.desk.ACCEPTED_VIA_LINK`` and ``ACCEPTED_VIA_DESK``)."""
+    for via in ACCEPTED_VIA:
+        if stored == via:
+            return via
+    return None
+
+
 def quote_request_out(view: Quote) -> schemas.QuoteRequestOut:
     """A request as the API shows it: its lines and totals only once the quote is sent (before
     that they are staff's draft)."""
@@ -103,5 +113,6 @@ def quote_request_out(view: Quote) -> schemas.QuoteRequestOut:
         item_kind=request.item_kind, item_slug=request.item_slug, item_name=request.item_name,
         quantity=request.contact.quantity, company=request.contact.company,
         country=request.contact.country, engine_version=request.engine_version,
-        valid_until=view.valid_until, sent_at=view.sent_at, lines=lines, totals=totals,
+        valid_until=view.valid_until, sent_at=view.sent_at, accepted_at=view.accepted_at,
+        accepted_via=accepted_via(view.accepted_via), lines=lines, totals=totals,
     )

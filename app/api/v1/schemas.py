@@ -35,7 +35,7 @@ from app.engine.serving_weights import WeightFormat
 from app.engine.sharding import ShardingImpl
 from app.engine.states import Accounting, Method, MoeLora, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits, memory_size
-from app.quotes.schemas import ItemKind, LineKind, QuoteStatus
+from app.quotes.schemas import AcceptedVia, ItemKind, LineKind, QuoteStatus
 
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=hub.MAX_MODEL_CHARS)]
@@ -651,6 +651,11 @@ class QuoteRequestOut(_Out):
     engine_version: str
     valid_until: date | None
     sent_at: datetime | None
+    accepted_at: datetime | None = Field(
+        description="When the customer accepted the sent quote; null until then.")
+    accepted_via: AcceptedVia | None = Field(
+        description="link: the customer accepted on the quote's own page; desk: the shop's "
+                    "staff recorded an acceptance that came by mail or phone.")
     lines: list[QuoteLineOut] | None = Field(description="Null until the quote is sent.")
     totals: QuoteTotals | None
 

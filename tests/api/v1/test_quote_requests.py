@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from app.db.session import SessionFactory
 from app.db.tables import QuoteLine, QuoteRequest
+from app.quotes import desk, validity
 from app.quotes import service as quotes_service
-from app.quotes import validity
 from tests.api.v1.conftest import assert_problem
 
 
@@ -110,6 +110,24 @@ def test_a_sent_quote_shows_its_lines_and_totals(
                                "vat_eur": "3436.20", "gross_eur": "20617.19"}
     assert shown["sent_at"].startswith("2026-12-01T09:00:00")
 
+
+
+def test_a_partner_sees_when_and_how_its_customer_accepted(
+    client: TestClient, auth: dict[str, str], seeded: SessionFactory
+) -> None:
+    created = client.post("/api/v1/quote-requests", headers=auth, json=request_body()).json()
+    assert (created["accepted_at"], created["accepted_via"]) == (None, None)
+    _price(seeded, created["id"], "sent")
+    with seeded.begin() as session:
+        token = session.scalars(select(QuoteRequest.token)).one()
+        desk.accept(session, token=token)
+    shown = client.get(f"/api/v1/quote-requests/{created['id']}", headers=auth).json()
+    assert shown["status"] == "accepted" and shown["accepted_via"] == "link"
+    accepted_at = datetime.fromisoformat(shown["accepted_at"])
+    assert timedelta(0) <= datetime.now(UTC) - accepted_at < timedelta(minutes=5)
+    listed = client.get("/api/v1/quote-requests", headers=auth,
+                        params={"status": "accepted"}).json()
+    assert [item["accepted_at"] for item in listed["items"]] == [shown["accepted_at"]]
 
 @pytest.mark.parametrize(("change", "location"), [
     ({"contact": {"name": "A", "company": "B", "email": "not-an-email", "country": "DE"}},
