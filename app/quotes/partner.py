@@ -16,6 +16,7 @@ from app.catalog.schemas import Catalog
 from app.db.tables import QuoteRequest
 from app.errors import InvalidInput, NotFound
 from app.estimates.service import EstimateCache, EstimateRequest
+from app.estimates.serving import ServingRequest
 from app.quotes import repository, service, view
 from app.quotes.pricing import VatPolicy
 from app.quotes.repository import MAX_REFERENCE
@@ -62,5 +63,21 @@ def create_request(
         calculator_query=calculator_query,
         item_kind=item_kind, item_slug=item_slug, contact=contact, locale=locale,
         partner_id=partner_id, partner_reference=partner_reference,
+    )
+    return get_request(session, partner_id=partner_id, reference=record.reference, vat=vat)
+
+
+def create_serving_request(
+    session: Session, *, partner_id: int, partner_reference: str | None, catalog: Catalog,
+    serving: ServingRequest, estimates: EstimateCache, calculator_query: dict[str, str],
+    item_kind: ItemKind, item_slug: str, contact: Contact, locale: str, vat: VatPolicy,
+) -> Quote:
+    """A serving job's request (the Serve page's record), marked with the partner; then its
+    partner view."""
+    record = service.create_serving_request(
+        session, catalog=catalog, serving=serving, estimates=estimates,
+        calculator_query=calculator_query, item_kind=item_kind, item_slug=item_slug,
+        contact=contact, locale=locale, partner_id=partner_id,
+        partner_reference=partner_reference,
     )
     return get_request(session, partner_id=partner_id, reference=record.reference, vat=vat)

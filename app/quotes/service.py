@@ -153,25 +153,34 @@ def create_request(
 def create_serving_request(
     session: Session, *, catalog: Catalog, serving: ServingRequest, estimates: EstimateCache,
     calculator_query: dict[str, str], item_kind: ItemKind, item_slug: str, contact: Contact,
-    locale: str,
+    locale: str, partner_id: int | None = None, partner_reference: str | None = None,
 ) -> QuoteRequestRecord:
-    """Store a quote request asked from the Serve page with its serving sizing (recomputed
-    here, never taken from the browser): workload "serving", the Serve page's inputs in
-    ``calculator_query``. Raises InvalidInput / NotFound naming the field."""
-    _check(contact)
+    """Store a quote request asked from the Serve page (or for a serving job through the
+    partner API, ``partner_id`` set) with its serving sizing (recomputed here, never taken
+    from the browser): workload "serving", the Serve page's inputs in ``calculator_query``.
+    Raises InvalidInput / NotFound naming the field."""
+    _check(contact, partner_reference)
     sizing = serving_service.serving_sizing(catalog, serving, cache=estimates)
     name, price, item_fit = serving_item(catalog, sizing, serving, item_kind, item_slug)
     return _store(
         session, workload="serving", item=(item_kind, item_slug, name, price),
         query=calculator_query, engine_version=sizing.result.engine_version,
         sizing=serving_snapshot(sizing, item_fit, calculator_query, _model_name(catalog, serving)),
-        contact=contact, locale=locale)
+        contact=contact, locale=locale, partner_id=partner_id,
+        partner_reference=partner_reference)
+
+
+MODEL_NAME_CHARS = 200
+"""The most of a config.json's own name a serving request keeps (a Hub id is at most 96)."""
 
 
 def _model_name(catalog: Catalog, serving: ServingRequest) -> str:
-    """The catalog model's Hub name (a request from /serve always names a catalog model)."""
+    """The catalog model's Hub name (a request from /serve always names a catalog model); for
+    a partner's config.json its ``_name_or_path``, else its ``model_type``."""
     if serving.model_slug is None:
-        return ""
+        config = serving.model_config or {}
+        name = config.get("_name_or_path") or config.get("model_type") or ""
+        return name[:MODEL_NAME_CHARS] if isinstance(name, str) else ""
     return estimates_service.find_model(catalog, serving.model_slug).hf_id
 
 

@@ -87,6 +87,20 @@ def resolved(request: Request, session: Session, catalog: Catalog,
     return body.model_copy(update={"model": choice.slug, "inline_config": config})
 
 
+def serve_query(body: schemas.ServingInput) -> dict[str, str]:
+    """The Serve page's inputs of a serving job, what a serving quote keeps and shows (the
+    keys of ``/serve?...``); ``source=api`` marks a job the page cannot show whole (a
+    config.json, several cards to check, a runtime setting only the API offers)."""
+    query: dict[str, str] = {
+        "model": body.model or "", "weights": body.weights, "kv": body.kv_cache,
+        "context": str(body.context), "users": str(body.concurrency), "gpus": str(body.gpus),
+        "runtime": body.runtime, "gpu": body.gpu[0] if len(body.gpu) == 1 else ""}
+    api_only = (body.model is None or len(body.gpu) > 1 or body.gpu_memory_utilization is not None
+                or body.max_num_batched_tokens is not None)
+    return {**{key: value for key, value in query.items() if value},
+            **({"source": "api"} if api_only else {})}
+
+
 def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
     """The calculator's parameters for this job, or None when the storefront cannot show it
     (an inline config.json, or options only the API and CLI offer)."""
@@ -149,7 +163,7 @@ async def create_estimate(request: Request, body: schemas.EstimateInput) -> Resp
 @router.post("/recommendations",
              response_model=schemas.Recommendations | schemas.ServingRecommendations,
              summary="Cards and systems that fit")
-def recommend(request: Request, session: DbSession, body: schemas.RecommendationInput
+def recommend(request: Request, session: DbSession, body: schemas.JobInput
               ) -> schemas.Recommendations | schemas.ServingRecommendations:
     """Every card and system that holds the job, best first: fewest cards, then price (price
     on request last), then the most free memory per card. With ``"workload": "serving"`` the

@@ -107,7 +107,7 @@ def quote_request_out(view: Quote) -> schemas.QuoteRequestOut:
         )
     request = view.request
     return schemas.QuoteRequestOut(
-        id=request.reference, status=view.status,
+        id=request.reference, status=view.status, workload=request.workload,
         created_at=request.created_at, updated_at=view.updated_at,
         partner_reference=view.partner_reference,
         item_kind=request.item_kind, item_slug=request.item_slug, item_name=request.item_name,

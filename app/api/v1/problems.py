@@ -70,14 +70,17 @@ def problem(status: int, detail: str, *, code: str | None = None,
 
 
 WORKLOAD_TAGS = ("training", "serving")
-"""The tags of /recommendations' body union (``schemas.RecommendationInput``): Pydantic puts
-the chosen one after ``body`` in a location, which names no field of the request."""
+"""The tags of the job union (``schemas.JobInput``, the body of /recommendations and a quote
+request's ``estimate``): Pydantic puts the chosen one after the union's own place in a
+location, which names no field of the request."""
+UNION_PLACES = ("body", "estimate")
+"""Where the job union stands: the whole body, or a quote request's ``estimate``."""
 
 
 def _location(loc: Sequence[Any]) -> str:
     parts = list(loc)
-    if len(parts) > 1 and parts[0] == "body" and parts[1] in WORKLOAD_TAGS:
-        del parts[1]
+    parts = [part for i, part in enumerate(parts)
+             if not (i > 0 and part in WORKLOAD_TAGS and parts[i - 1] in UNION_PLACES)]
     return ".".join(str(part) for part in parts) or "body"
 
 

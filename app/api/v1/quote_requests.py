@@ -6,15 +6,16 @@ partner; a partner sees only its own requests (any other reference is 404).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from app import caches
 from app.api.v1 import schemas
+from app.api.v1 import serving as serving_api
 from app.api.v1.catalog import decode_cursor, encode_cursor
 from app.api.v1.deps import Partner, require_partner
-from app.api.v1.estimates import resolved, storefront_query, to_request
+from app.api.v1.estimates import resolved, serve_query, storefront_query, to_request
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import quote_request_out
 from app.api.v1.problems import ApiProblem
@@ -56,23 +57,33 @@ router = APIRouter(tags=["quote requests"], dependencies=[Depends(require_partne
 def create_quote_request(request: Request, session: DbSession, partner: Partner,
                          response: Response,
                          body: schemas.QuoteRequestIn) -> schemas.QuoteRequestOut:
-    """Store a quote request with the job's sizing; the shop's staff price it."""
+    """Store a quote request with the job's sizing, training or serving; the shop's staff
+    price it."""
     c = body.contact
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
+    contact = Contact(name=c.name, company=c.company, email=c.email, country=c.country,
+                      vat_id=c.vat_id or None, message=c.message or None,
+                      quantity=body.quantity)
+    common: dict[str, Any] = {
+        "partner_id": partner.partner_id, "partner_reference": body.partner_reference,
+        "catalog": catalog, "estimates": cached.estimates, "item_kind": body.item_kind,
+        "item_slug": body.item_slug, "locale": body.locale, "contact": contact,
+        "vat": VatPolicy.of(request.app.state.settings)}
     try:
-        estimate = resolved(request, session, catalog, body.estimate)
-        view = partner_quotes.create_request(
-            session, partner_id=partner.partner_id, partner_reference=body.partner_reference,
-            catalog=catalog,
-            estimate=to_request(estimate), estimates=cached.estimates,
-            calculator_query=storefront_query(estimate) or {"source": "api"},
-            item_kind=body.item_kind, item_slug=body.item_slug, locale=body.locale,
-            contact=Contact(name=c.name, company=c.company, email=c.email, country=c.country,
-                            vat_id=c.vat_id or None, message=c.message or None,
-                            quantity=body.quantity),
-            vat=VatPolicy.of(request.app.state.settings),
-        )
+        if isinstance(body.estimate, schemas.ServingInput):
+            job = body.estimate
+            if job.gpu_memory_bytes is not None:
+                raise InvalidInput("a quote is for catalog cards; leave gpu_memory_bytes out",
+                                   field="gpu_memory_bytes")
+            view = partner_quotes.create_serving_request(
+                session, serving=serving_api.to_request(job),
+                calculator_query=serve_query(job), **common)
+        else:
+            estimate = resolved(request, session, catalog, body.estimate)
+            view = partner_quotes.create_request(
+                session, estimate=to_request(estimate),
+                calculator_query=storefront_query(estimate) or {"source": "api"}, **common)
     except InvalidInput as error:
         raise ApiProblem(422, error.detail, location=body_location(error.field)) from error
     response.headers["Location"] = f"/api/v1/quote-requests/{view.request.reference}"

@@ -35,7 +35,7 @@ from app.engine.serving_weights import WeightFormat
 from app.engine.sharding import ShardingImpl
 from app.engine.states import Accounting, Method, MoeLora, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits, memory_size
-from app.quotes.schemas import AcceptedVia, ItemKind, LineKind, QuoteStatus
+from app.quotes.schemas import AcceptedVia, ItemKind, LineKind, QuoteStatus, Workload
 
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=hub.MAX_MODEL_CHARS)]
@@ -183,7 +183,7 @@ class EstimateInput(BaseModel):
 
     workload: Literal["training"] = Field(
         default="training", description="training (this body) or serving (/recommendations "
-        "only: the body of /serving-estimates).")
+        "and a quote request's estimate only: the body of /serving-estimates).")
     model: ModelName | None = Field(
         default=None, description="A catalog model's slug, or a Hugging Face repository id "
         "(`Qwen/Qwen3-8B`, optionally `@revision`): the catalog's model of that id, else the "
@@ -467,12 +467,12 @@ def _workload(value: Any) -> str:
     return str(getattr(value, "workload", "training"))
 
 
-RecommendationInput = Annotated[
+JobInput = Annotated[
     Annotated[EstimateInput, Tag("training")] | Annotated[ServingInput, Tag("serving")],
     Discriminator(_workload),
 ]
-"""The body of /recommendations: a training job, or with ``"workload": "serving"`` a serving
-job (the body of /serving-estimates)."""
+"""A job: training, or with ``"workload": "serving"`` serving (the body of /serving-estimates).
+The body of /recommendations and the ``estimate`` of a quote request."""
 
 
 class ServingParams(_Out):
@@ -602,7 +602,10 @@ class QuoteRequestIn(BaseModel):
     item_kind: ItemKind
     item_slug: Slug
     quantity: int = Field(default=1, ge=1, le=1000)
-    estimate: EstimateInput = Field(description="The job the quote is for (its sizing is kept).")
+    estimate: JobInput = Field(
+        description="The job the quote is for (its sizing is kept): a training job, or with "
+                    "\"workload\": \"serving\" a serving job on catalog cards (the body of "
+                    "/serving-estimates without gpu_memory_bytes).")
     contact: ContactIn
     partner_reference: Annotated[
         str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)
@@ -642,6 +645,8 @@ class QuoteRequestOut(_Out):
     created_at: datetime
     updated_at: datetime
     partner_reference: str | None
+    workload: Workload = Field(description="What the sizing is for: training (a fine-tuning "
+                               "job) or serving.")
     item_kind: ItemKind
     item_slug: str
     item_name: str
