@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from tools.image import BUILDAH
+from tools.image import buildah
 
 POSTGRES_ENV = "SIZER_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -102,20 +102,20 @@ class Container:
     @contextmanager
     def start(cls, image: str, env: Mapping[str, str]) -> Iterator[Container]:
         name = f"sizer-test-{uuid.uuid4().hex[:8]}"
-        subprocess.run([*BUILDAH, "from", "--pull-never", "--name", name, image], check=True,
+        subprocess.run([*buildah(), "from", "--pull-never", "--name", name, image], check=True,
                        stdout=subprocess.DEVNULL)
         try:
             inspected = json.loads(subprocess.run(
-                [*BUILDAH, "inspect", "--type", "image", image],
+                [*buildah(), "inspect", "--type", "image", image],
                 check=True, capture_output=True, text=True,
             ).stdout)
             yield cls(name, dict(env), inspected["Docker"]["config"])
         finally:
-            subprocess.run([*BUILDAH, "rm", name], check=False, stdout=subprocess.DEVNULL)
+            subprocess.run([*buildah(), "rm", name], check=False, stdout=subprocess.DEVNULL)
 
     def _command(self, *argv: str) -> list[str]:
         flags = [f"--env={key}={value}" for key, value in self.env.items()]
-        return [*BUILDAH, "run", "--isolation", "chroot", "--network", "host", *flags,
+        return [*buildah(), "run", "--isolation", "chroot", "--network", "host", *flags,
                 self.name, "--", *argv]
 
     def run(self, *argv: str) -> str:

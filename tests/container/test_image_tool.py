@@ -54,6 +54,33 @@ def test_the_base_is_kept_outside_the_checkout(
     assert not image.cache_dir().is_relative_to(image.ROOT)
 
 
+@pytest.mark.parametrize(("setting", "storage"), [("vfs", image.VFS),
+                                                 ("overlay", image.OVERLAY)])
+def test_the_storage_driver_can_be_chosen(monkeypatch: pytest.MonkeyPatch, setting: str,
+                                          storage: tuple[str, ...]) -> None:
+    image.buildah.cache_clear()
+    monkeypatch.setenv(image.DRIVER_ENV, setting)
+    try:
+        assert image.buildah() == storage
+    finally:
+        image.buildah.cache_clear()
+
+
+def test_without_buildah_the_storage_is_vfs(monkeypatch: pytest.MonkeyPatch) -> None:
+    image.buildah.cache_clear()
+    monkeypatch.delenv(image.DRIVER_ENV, raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    try:
+        assert image.buildah() == image.VFS
+    finally:
+        image.buildah.cache_clear()
+
+
+def test_overlay_keeps_a_storage_root_of_its_own() -> None:
+    """buildah refuses a root another driver made, and the default root may hold vfs images."""
+    assert "--root" in image.OVERLAY and "--root" not in image.VFS
+
+
 def test_a_machine_without_the_tools_gets_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     reason = image.unavailable()
