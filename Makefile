@@ -46,8 +46,13 @@ types: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
+# One pytest process per core (pytest-xdist; a test file stays in one process, so its module
+# fixtures and servers are made once), then the `serial` tests, which share one node id among
+# several cases and would each run once under xdist. PYTEST_WORKERS=0 runs everything in one.
+PYTEST_WORKERS ?= auto
 pytest: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"
+	$(BIN)/pytest -q -m serial
 
 ## Build the service image localhost/gpu-sizer:latest: docker where a daemon answers, otherwise
 ## buildah on a Debian base made with debootstrap (root; tools/image.py, docs/operations.md)

@@ -29,6 +29,8 @@ from app.db.session import make_engine, make_session_factory
 from app.main import create_app
 from tests.fake_hub import FakeHub
 
+pytestmark = pytest.mark.serial  # one node id for every operation: xdist would run one of them
+
 MAX_EXAMPLES = 25
 # The schema is read from the app at import (it needs no database); the database behind it is
 # migrated and seeded by the module fixture before the first generated request.
