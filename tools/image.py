@@ -49,9 +49,10 @@ OVERLAY_RUNROOT = Path("/run/containers/overlay")
 OVERLAY = ("buildah", "--root", str(OVERLAY_ROOT), "--runroot", str(OVERLAY_RUNROOT),
            "--storage-driver", "overlay")
 """overlay where the kernel lets buildah mount it: a layer holds only what changed, so a code
-change rebuilds in about 5 s (4.7 s measured here, a first build 58 s against vfs's 127 s). A
-storage root of its own: buildah refuses to open a root with another driver than the one that
-made it, and the default root may hold vfs images from before."""
+change rebuilds in about 11 s (10.7 s in the container test, 4.7 s built alone; a first build
+44.5-58 s against vfs's 127.5 s, docs/performance.md). A storage root of its own: buildah
+refuses to open a root with another driver than the one that made it, and the default root
+may hold vfs images from before."""
 DRIVER_ENV = "SIZER_BUILDAH_DRIVER"
 """Set to ``vfs`` or ``overlay`` to skip the probe (:func:`buildah`)."""
 SIZE_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9}
