@@ -16,6 +16,7 @@ from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.engine import EstimateResult, Job
 from app.engine.activations import ATTENTIONS
+from app.engine.checkpointing import CHECKPOINTING_SETTINGS
 from app.engine.precision import (
     ADAPTER_DTYPES,
     BASE_DTYPES,
@@ -56,7 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quant", choices=QUANTS, default=None)
     parser.add_argument("--batch-size", type=int, default=1)
     parser.add_argument("--seq-len", type=int, default=2048)
-    parser.add_argument("--gradient-checkpointing", action="store_true")
+    parser.add_argument("--gradient-checkpointing", choices=CHECKPOINTING_SETTINGS,
+                        nargs="?", const="on", default="auto",
+                        help="auto (default: on for QLoRA, for models of 20B parameters and "
+                        "more and for sequences of 8192 tokens and more, as the published "
+                        "recipes run), on or off; the bare flag means on")
     parser.add_argument("--attention", choices=ATTENTIONS, default="flash")
     parser.add_argument("--gpus", type=int, default=1)
     parser.add_argument("--sharding", choices=SHARDINGS, default="none")
@@ -226,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         method=args.method, optimizer=args.optimizer, accounting=args.accounting,
         lora_rank=args.lora_rank, lora_targets=_targets(args.lora_targets),
         lora_dropout=args.lora_dropout, quant=args.quant, batch_size=args.batch_size,
-        seq_len=args.seq_len, gradient_checkpointing=args.gradient_checkpointing,
+        seq_len=args.seq_len,
         attention=args.attention, gpus=args.gpus, sharding=args.sharding,
         offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
         fused_optimizer_step=args.fused_optimizer_step,
@@ -240,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     )
     request = service.EstimateRequest(
         job=job, model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
-        gpu_memory_bytes=custom_memory(args),
+        gpu_memory_bytes=custom_memory(args), checkpointing=args.gradient_checkpointing,
     )
     # The command's own (empty) answer cache: one estimate per process, nothing to share.
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as
@@ -277,6 +282,10 @@ def format_table(result: EstimateResult) -> str:
     ):
         lines.append(f"  {label:<14}{_gb(value):>7}")
     lines.append(f"  peak phase: {result.peak_phase}")
+    ckpt = result.checkpointing
+    lines.append(f"  gradient checkpointing: {'on' if ckpt.enabled else 'off'}"
+                 + (f" (auto: {ckpt.reason.replace('_', ' ')})" if ckpt.setting == "auto"
+                    else ""))
     lines.append(f"  allocated {_gb(result.allocated_bytes)} GB (live tensors, "
                  f"max_memory_allocated)  reserved {_gb(result.reserved_bytes)} GB (allocator, "
                  "max_memory_reserved); total adds the CUDA context")

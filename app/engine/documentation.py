@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.engine import activations, capabilities, overhead, sharding, states
+from app.engine import activations, capabilities, checkpointing, overhead, sharding, states
 from app.engine import activations_hybrid as _hybrid
 from app.engine import framework_litgpt as _litgpt
 from app.engine.estimate import ENGINE_VERSION
@@ -91,6 +91,9 @@ TERMS: tuple[Term, ...] = (
     }, "app/engine/activations_hybrid.py"),
     Term("checkpointing", {"bf16": _ckpt["bf16"], "amp": _ckpt["amp"]},
          "app/engine/activations.py"),
+    Term("checkpointing-auto", {"params": checkpointing.AUTO_PARAMS // 10**9,
+                                "seq": checkpointing.AUTO_SEQ},
+         "app/engine/checkpointing.py"),
     Term("loss-head", {
         "forward": activations.LOSS_FORWARD_BYTES_PER_VOCAB,
         "backward": (activations.LOSS_SAVED_BYTES_PER_VOCAB

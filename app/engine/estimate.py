@@ -29,6 +29,7 @@ from app.engine.activations import (
 from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES
 from app.engine.arch_moe import MLA_MODEL_TYPES, SINK_MODEL_TYPES
 from app.engine.capabilities import capabilities
+from app.engine.checkpointing import Checkpointing, as_set
 from app.engine.errors import EngineError
 from app.engine.fit import PhaseTerms, StepModel
 from app.engine.overhead import fixed_overhead_bytes, reserve_fraction
@@ -326,6 +327,9 @@ class EstimateResult:
     model type no builder knows, counted from its standard fields (``approximate.py``)."""
     approximated_from: tuple[str, ...] = ()
     """The config fields an approximate count was made from (empty when exact)."""
+    checkpointing: Checkpointing = field(default=as_set(False))
+    """Gradient checkpointing as asked and as used (``auto``: what the rule chose and why,
+    :mod:`app.engine.checkpointing`); the engine itself reports the job's as set."""
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready data: the document `sizer estimate --format json` prints."""
@@ -782,6 +786,7 @@ def estimate(
         assumption_items=assumption_items(given, job),
         fidelity="exact" if shape.approximation is None else "approximate",
         approximated_from=() if shape.approximation is None else shape.approximation.fields,
+        checkpointing=as_set(job.gradient_checkpointing),
     )
 
 

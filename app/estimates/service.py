@@ -15,8 +15,17 @@ from functools import partial
 from typing import Any, Protocol, TypeVar, cast
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
-from app.engine import EngineError, EstimateResult, GpuSpec, Job, ModelShape, shape_of
+from app.engine import (
+    EngineError,
+    EstimateResult,
+    GpuSpec,
+    Job,
+    ModelShape,
+    checkpointing,
+    shape_of,
+)
 from app.engine import estimate as engine_estimate
+from app.engine.checkpointing import Checkpointing, CheckpointingSetting
 from app.engine.precision import BnbVersion, bnb_saves_inputs
 from app.engine.sharding import ShardingImpl, checked_impl
 from app.errors import InvalidInput, NotFound
@@ -111,6 +120,24 @@ class EstimateRequest:
     with_levers: bool = True
     gpu_memory_bytes: int | None = None
     """An ad-hoc card of this driver-reported total instead of catalog cards (gpu "custom")."""
+    checkpointing: CheckpointingSetting | None = None
+    """Gradient checkpointing ``auto``, ``on`` or ``off`` (every surface's default is
+    ``auto``); None: as ``job.gradient_checkpointing`` says, set explicitly."""
+
+
+def resolved_job(shape: ModelShape, request: EstimateRequest) -> tuple[Job, Checkpointing]:
+    """The job as it is sized: gradient checkpointing settled by the one rule for catalog,
+    pasted and Hub models alike (:func:`app.engine.checkpointing.choose`, the parameters counted
+    from the config), and what was chosen."""
+    job = request.job
+    if request.checkpointing is None:
+        return job, checkpointing.as_set(job.gradient_checkpointing)
+    try:
+        chosen = checkpointing.choose(request.checkpointing, method=job.method,
+                                      total_params=shape.total_params, seq_len=job.seq_len)
+    except EngineError as error:
+        raise engine_invalid(error) from error
+    return replace(job, gradient_checkpointing=chosen.enabled), chosen
 
 
 def gpu_spec(record: GpuRecord) -> GpuSpec:
@@ -246,12 +273,14 @@ def _estimate_uncounted(catalog: Catalog, request: EstimateRequest,
 
 def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
     shape, _ = resolve_shape(catalog, request)
+    job, chosen = resolved_job(shape, request)
     gpus = ([custom_gpu_spec(request.gpu_memory_bytes)] if request.gpu_memory_bytes is not None
             else [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)])
     try:
-        return engine_estimate(shape, request.job, gpus, with_levers=request.with_levers)
+        result = engine_estimate(shape, job, gpus, with_levers=request.with_levers)
     except EngineError as error:
         raise engine_invalid(error) from error
+    return replace(result, checkpointing=chosen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +350,7 @@ def system_rows(catalog: Catalog, request: CustomCardRequest,
 def _system_fit(shape: ModelShape, request: EstimateRequest, system: SystemRecord,
                 gpu: GpuRecord) -> SystemFit:
     """The training job on one system: its cards shard the model states (:func:`system_job`)."""
-    job = system_job(request.job, system.gpu_count)
+    job = system_job(resolved_job(shape, request)[0], system.gpu_count)
     found = engine_estimate(shape, job, [gpu_spec(gpu)], with_levers=False).fits[0]
     return SystemFit(
         system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding, fits=found.fits,

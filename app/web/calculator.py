@@ -49,8 +49,6 @@ def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
     """The result view, or None with the status the errors call for (422, or 404); the
     sizing is remembered in ``cache`` (the app's, ``caches.of(request).estimates``)."""
     def compute() -> result_view.ResultView:
-        model = next((m for m in catalog.models if m.slug == calc.model), None)
-        calc.resolve_checkpointing(model.params_total if model else 0)
         sizing = estimates_service.sizing(catalog, calc.estimate_request(), cache=cache)
         return result_view.build(calc, catalog, sizing)
 

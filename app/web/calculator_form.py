@@ -14,9 +14,10 @@ from urllib.parse import urlencode
 
 from app.catalog import hub
 from app.catalog.hub import HubModel
-from app.engine import Job
+from app.engine import Job, checkpointing
 from app.engine import precision as dtypes
 from app.engine.activations import Attention
+from app.engine.checkpointing import CheckpointingSetting
 from app.engine.sharding import SHARDING_IMPLS
 from app.engine.states import (
     LORA_TARGET_PRESETS,
@@ -122,15 +123,12 @@ MOE_LORA_LABELS: Final = {
 """How LoRA adapts a mixture of experts (``states.MOE_LORAS``); dense models ignore it."""
 
 CKPT_LABELS: Final = {"": N_("Automatic"), "1": N_("On"), "0": N_("Off")}
-"""Gradient checkpointing: "" follows :data:`CKPT_AUTO_PARAMS` and :data:`CKPT_AUTO_SEQ`."""
-CKPT_AUTO_PARAMS: Final = 20_000_000_000
-"""From this many parameters the page turns gradient checkpointing on unless told otherwise:
-the published recipes for such models all do (torchtune's 70B LoRA/QLoRA configs
-``enable_activation_checkpointing: True``, the QLoRA paper's 33B/65B runs, TRL's and Axolotl's
-70B examples); without it 70B QLoRA at the page's defaults needs 125 GB per GPU, with it about
-50 GB (issue 18, point 12)."""
-CKPT_AUTO_SEQ: Final = 8192
-"""...and from this sequence length, where activations outgrow the weights of most models."""
+"""Gradient checkpointing: "" automatic (:func:`app.engine.checkpointing.choose`, the one rule
+the API's and the CLI's ``auto`` follow), "1" on, "0" off."""
+CKPT_SETTINGS: Final[dict[str, CheckpointingSetting]] = {"": "auto", "1": "on", "0": "off"}
+"""The form's values as the estimates service's ``checkpointing``."""
+CKPT_AUTO_PARAMS: Final = checkpointing.AUTO_PARAMS
+CKPT_AUTO_SEQ: Final = checkpointing.AUTO_SEQ
 
 CONFIG_REQUEST_FIELD: Final = "model_config"
 """The estimate request's field for a pasted config.json (the API's body field too)."""
@@ -166,9 +164,7 @@ class CalculatorInput:
     batch: int = DEFAULT_JOB.batch_size
     seq: int = DEFAULT_JOB.seq_len
     ckpt: str = ""
-    """"" automatic (:meth:`resolve_checkpointing`), "1" on, "0" off."""
-    ckpt_auto: bool = False
-    """What "automatic" means for this model and sequence."""
+    """"" automatic (the estimates service settles it), "1" on, "0" off."""
     attention: str = DEFAULT_JOB.attention
     gpus: int = DEFAULT_JOB.gpus
     sharding: str = DEFAULT_JOB.sharding
@@ -189,14 +185,6 @@ class CalculatorInput:
     @property
     def is_custom(self) -> bool:
         return self.model == CUSTOM_MODEL
-
-    @property
-    def checkpointing(self) -> bool:
-        return self.ckpt == "1" or (self.ckpt == "" and self.ckpt_auto)
-
-    def resolve_checkpointing(self, params_total: int) -> None:
-        """Settle "automatic" for a model of ``params_total`` parameters (0: unknown)."""
-        self.ckpt_auto = params_total >= CKPT_AUTO_PARAMS or self.seq >= CKPT_AUTO_SEQ
 
     @property
     def method_choice(self) -> str:
@@ -267,7 +255,7 @@ class CalculatorInput:
             quant=cast(Quant, self.quant) if self.quant else None,
             batch_size=self.batch,
             seq_len=self.seq,
-            gradient_checkpointing=self.checkpointing,
+            gradient_checkpointing=self.ckpt == "1",
             attention=cast(Attention, self.attention),
             gpus=self.gpus,
             sharding=cast(Sharding, self.sharding),
@@ -289,8 +277,10 @@ class CalculatorInput:
 
     def estimate_request(self) -> EstimateRequest:
         if self.is_custom or self.hub is not None:
-            return EstimateRequest(job=self.job(), model_config=self.config or {})
-        return EstimateRequest(job=self.job(), model_slug=self.model)
+            return EstimateRequest(job=self.job(), model_config=self.config or {},
+                                   checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"))
+        return EstimateRequest(job=self.job(), model_slug=self.model,
+                               checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"))
 
 
 def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:

@@ -152,6 +152,17 @@ TERM_TEXTS: Final[dict[str, TermText]] = {
         N_("Chen et al., arXiv 1604.06174; Hugging Face docs (about 20 %%); ZeRO paper "
            "(33 %%)"),
     ),
+    "checkpointing-auto": TermText(
+        N_("Gradient checkpointing, automatic"),
+        N_("on for QLoRA, for models of %(params)s billion parameters and more and for "
+           "sequences of %(seq)s tokens and more, off otherwise; the same rule for a catalog "
+           "model, a pasted config.json and a Hugging Face repository (parameters counted from "
+           "the config); On or Off overrides it"),
+        N_("PEFT's prepare_model_for_kbit_training (use_gradient_checkpointing=True by "
+           "default, called by every QLoRA recipe); torchtune's 70B configs "
+           "(enable_activation_checkpointing: True); the QLoRA paper's 33B and 65B runs; the "
+           "Hugging Face Trainer's default is off"),
+    ),
     "loss-head": TermText(
         N_("Loss head"),
         N_("%(forward)s x vocabulary bytes per token in the forward (bf16 logits, fp32 copy, "

@@ -109,3 +109,25 @@ def test_config_file_problems_are_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in run.stderr
         assert len(run.stderr.strip().splitlines()) == 1
         assert needle in run.stderr
+
+
+def test_checkpointing_is_auto_on_or_off_and_the_bare_flag_means_on(tmp_path: Path) -> None:
+    """Issue 27, point 1: ``--gradient-checkpointing auto|on|off`` (default auto; QLoRA turns
+    it on, as PEFT's prepare_model_for_kbit_training does); the bare flag still means on."""
+    job = ("estimate", "--model", "qwen3-8b", "--method", "qlora", "--batch-size", "4",
+           "--format", "json")
+    docs = {name: json.loads(sizer(*job, *flag, tmp_path=tmp_path).stdout) for name, flag in (
+        ("default", ()), ("auto", ("--gradient-checkpointing", "auto")),
+        ("bare", ("--gradient-checkpointing",)), ("on", ("--gradient-checkpointing", "on")),
+        ("off", ("--gradient-checkpointing", "off")))}
+    assert docs["default"]["checkpointing"] == {"setting": "auto", "enabled": True,
+                                                "reason": "qlora"}
+    assert docs["default"]["per_gpu_bytes"] == docs["auto"]["per_gpu_bytes"] == docs["bare"][
+        "per_gpu_bytes"] == docs["on"]["per_gpu_bytes"]
+    assert docs["bare"]["checkpointing"] == {"setting": "on", "enabled": True, "reason": "set"}
+    assert docs["default"]["per_gpu_bytes"]["total"] < 40e9 < docs["off"]["per_gpu_bytes"][
+        "total"]
+    table = sizer(*job[:-2], tmp_path=tmp_path).stdout
+    assert "gradient checkpointing: on (auto: qlora)" in table
+    refused = sizer(*job, "--gradient-checkpointing", "sometimes", tmp_path=tmp_path)
+    assert refused.code == 2 and "gradient-checkpointing" in refused.stderr

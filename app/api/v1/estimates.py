@@ -57,7 +57,7 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         method=body.method, optimizer=body.optimizer, accounting=body.accounting,
         lora_rank=body.lora_rank, lora_targets=_targets(body.lora_targets),
         lora_dropout=body.lora_dropout, quant=body.quant, batch_size=body.batch_size,
-        seq_len=body.seq_len, gradient_checkpointing=body.gradient_checkpointing,
+        seq_len=body.seq_len,
         attention=body.attention, gpus=body.gpus, sharding=body.sharding, offload=body.offload,
         loss_head="chunked" if body.chunked_loss else "standard",
         fused_optimizer_step=body.fused_optimizer_step,
@@ -70,7 +70,8 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         moe_lora=body.moe_lora,
     )
     return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
-                           gpu_slugs=tuple(body.gpu), with_levers=with_levers)
+                           gpu_slugs=tuple(body.gpu), with_levers=with_levers,
+                           checkpointing=body.checkpointing_setting)
 
 
 def resolved(request: Request, session: Session, catalog: Catalog,
@@ -118,9 +119,10 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
                              "seq": str(body.seq_len)}
     if body.method != "full":
         query.update(rank=str(body.lora_rank), targets=body.lora_targets)
-    # ckpt explicit both ways: the page's own default is "automatic" (issue 18, point 12)
+    # ckpt as the page writes it: "" automatic (its default, as the API's), "1" on, "0" off
     extra: dict[str, Any] = {
-        "quant": body.quant or "", "ckpt": "1" if body.gradient_checkpointing else "0",
+        "quant": body.quant or "",
+        "ckpt": {"auto": "", "on": "1", "off": "0"}[body.checkpointing_setting],
         "attention": body.attention if body.attention != "flash" else "",
         "gpus": str(body.gpus) if body.gpus != 1 else "",
         "sharding": body.sharding if body.sharding != "none" else "",

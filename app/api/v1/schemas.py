@@ -29,6 +29,7 @@ from app.catalog import hub
 from app.catalog.schemas import StockStatus, SystemKind
 from app.engine import serving as serving_engine
 from app.engine.activations import Attention
+from app.engine.checkpointing import CheckpointingReason, CheckpointingSetting
 from app.engine.precision import AdapterDtype, BaseDtype, BnbVersion, Framework, Precision
 from app.engine.serving import KvDtype, Runtime
 from app.engine.serving_weights import WeightFormat
@@ -209,7 +210,12 @@ class EstimateInput(BaseModel):
                             description="Micro-batch per GPU.")
     seq_len: int = Field(default=2048, ge=1, le=job_limits.MAX_SEQ_LEN,
                          description="Tokens per sequence.")
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: CheckpointingSetting | bool = Field(
+        default="auto", description="auto (on for QLoRA, as PEFT's "
+        "prepare_model_for_kbit_training turns it on; on for models of 20B parameters and more "
+        "and for sequences of 8192 tokens and more, as the published recipes run; off "
+        "otherwise), on or off; true and false mean on and off. The answer's `checkpointing` "
+        "says what was used and why.")
     attention: Attention = "flash"
     gpus: int = Field(default=1, ge=1, le=job_limits.MAX_GPUS)
     sharding: Sharding = "none"
@@ -255,6 +261,14 @@ class EstimateInput(BaseModel):
         default_factory=list, max_length=64,
         description="Hold the job against these cards only; default every card.",
     )
+
+    @property
+    def checkpointing_setting(self) -> CheckpointingSetting:
+        """``gradient_checkpointing`` as a setting (true: on, false: off)."""
+        value = self.gradient_checkpointing
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
 
     @field_validator("lora_rank", "lora_dropout", "batch_size", "seq_len", "gpus",
                      "gradient_accumulation", mode="before")
@@ -359,6 +373,18 @@ class Estimate(_Out):
     approximated_from: list[str] = Field(
         description="The config fields an approximate count was made from (empty when exact); "
         "text_config.* when read from a multimodal config's language model.")
+    checkpointing: Checkpointing
+
+
+class Checkpointing(_Out):
+    """Gradient checkpointing as asked and as sized."""
+
+    setting: CheckpointingSetting = Field(description="auto, on or off, as asked.")
+    enabled: bool = Field(description="Whether the estimate checkpoints.")
+    reason: CheckpointingReason = Field(
+        description="set (on or off as asked), or what auto saw: qlora (PEFT's "
+        "prepare_model_for_kbit_training turns it on), large_model (20B parameters and more), "
+        "long_sequence (8192 tokens and more) or small_job (off).")
 
 
 class _Purchase(_Out):

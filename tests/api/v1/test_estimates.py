@@ -208,7 +208,7 @@ def test_bnb_version_sizes_old_qlora_and_the_quote_link_carries_it(
     client: TestClient, auth: dict[str, str]
 ) -> None:
     """bnb_version 0.41: bitsandbytes 0.41-0.43.1's saved 4-bit inputs (issue 15, point 1)."""
-    job = {"model": "llama-3.1-8b", "method": "qlora"}
+    job = {"model": "llama-3.1-8b", "method": "qlora", "gradient_checkpointing": "off"}
     current = client.post("/api/v1/estimates", headers=auth, json=job).json()
     old = client.post("/api/v1/estimates", headers=auth,
                       json={**job, "bnb_version": "0.41"}).json()

@@ -26,12 +26,15 @@ NEW_MODEL: dict[str, Any] = {
     **json.loads((SEED_DIR / "models" / "qwen3-8b.json").read_text()), "num_hidden_layers": 40}
 JOB = {"method": "lora", "batch_size": 2, "seq_len": 1024}
 REPO = "Acme/New-Model-9B"
+LLAMA_70B: dict[str, Any] = json.loads((SEED_DIR / "models" / "llama-3.1-70b.json").read_text())
+LLAMA_COPY = "acme/llama-70b-copy"
 
 
 @pytest.fixture
 def fake_hub() -> Iterator[FakeHub]:
     for hub in running_hub():
         hub.add(FakeRepo(REPO, NEW_MODEL))
+        hub.add(FakeRepo(LLAMA_COPY, LLAMA_70B))
         hub.add(FakeRepo("acme/gated", NEW_MODEL, gated_token="hf_shop"))
         hub.add(FakeRepo("acme/slow", NEW_MODEL, slow_s=30))
         hub.add(FakeRepo("acme/huge", NEW_MODEL, oversize=300 * 1024))
@@ -58,6 +61,26 @@ def test_the_api_sizes_a_repository_as_its_config_json(
     again = client.post("/api/v1/recommendations", headers=auth, json={**JOB, "model": REPO})
     assert again.status_code == 200
     assert len(fake_hub.paths()) == asked  # kept: the Hub is not asked again
+
+
+@pytest.mark.parametrize("method", ["qlora", "lora"])
+def test_catalog_pasted_and_hub_llama_70b_checkpoint_alike(
+    client: TestClient, auth: dict[str, str], method: str
+) -> None:
+    """Issue 27, point 1: one automatic checkpointing rule, the parameters counted from the
+    config, so the catalog's Llama 70B, its config.json pasted and the same config from the Hub
+    give the same figures (the pasted one was 179 GB against the catalog's 61.7 GB)."""
+    job = {"method": method, "batch_size": 1, "seq_len": 2048}
+    answers = [client.post("/api/v1/estimates", headers=auth, json={**job, **model}).json()
+               for model in ({"model": "llama-3.1-70b"}, {"model_config": LLAMA_70B},
+                             {"model": LLAMA_COPY})]
+    assert answers[0]["per_gpu_bytes"] == answers[1]["per_gpu_bytes"] == answers[2][
+        "per_gpu_bytes"]
+    assert all(a["checkpointing"] == {"setting": "auto", "enabled": True,
+                                      "reason": "qlora" if method == "qlora" else "large_model"}
+               for a in answers)
+    if method == "qlora":
+        assert answers[0]["per_gpu_bytes"]["total"] < 70e9
 
 
 def test_a_repository_in_the_catalog_is_the_catalog_model_without_asking_the_hub(

@@ -28,7 +28,8 @@ MATRIX: list[tuple[str, str, dict[str, Any]]] = [
     for method in ("full", "lora", "qlora")
     for options in ({"batch": 2, "seq": 1024},)
 ] + [
-    ("mistral-7b-v0.3", "lora", {"batch": 4, "seq": 4096, "ckpt": True, "optimizer": "adamw_8bit"}),
+    ("mistral-7b-v0.3", "lora", {"batch": 4, "seq": 4096, "ckpt": "on", "optimizer": "adamw_8bit"}),
+    ("qwen3-8b", "qlora", {"batch": 4, "seq": 2048, "ckpt": "off"}),
     ("qwen3-8b", "full", {"batch": 1, "seq": 2048, "gpus": 4, "sharding": "zero3"}),
     # training precision (issue 15): a framework preset, and explicit dtypes over it
     ("llama-3.2-3b", "full", {"batch": 2, "seq": 4096, "framework": "torchtune"}),
@@ -70,7 +71,7 @@ def test_page_cli_and_api_agree(
 ) -> None:
     model, method, options = case
     batch, seq = options["batch"], options["seq"]
-    ckpt = bool(options.get("ckpt"))
+    ckpt = options.get("ckpt", "auto")  # every surface's default: auto
     optimizer = options.get("optimizer", "adamw")
     gpus, sharding = options.get("gpus", 1), options.get("sharding", "none")
     dtypes = {name: options[name] for name in PRECISION_OPTIONS if name in options}
@@ -79,7 +80,8 @@ def test_page_cli_and_api_agree(
     # The page: the view the calculator renders for this shareable query.
     query = {"model": model, "method": method, "batch": str(batch), "seq": str(seq),
              "optimizer": optimizer, "gpus": str(gpus), "sharding": sharding,
-             "ckpt": "1" if ckpt else "0", **({"segments": "1"} if segments else {}),
+             "ckpt": {"auto": "", "on": "1", "off": "0"}[ckpt],
+             **({"segments": "1"} if segments else {}),
              **dtypes}
     calc, errors = form.parse(query)
     with seeded() as session:
@@ -97,13 +99,16 @@ def test_page_cli_and_api_agree(
     argv += [part for name, value in dtypes.items() for part in (PRECISION_OPTIONS[name][0],
                                                                   value)]
     argv += ["--expandable-segments"] if segments else []
-    assert sizer([*argv, *(["--gradient-checkpointing"] if ckpt else [])]) == 0
+    # the bare flag still means on
+    assert sizer([*argv, *({"auto": [], "on": ["--gradient-checkpointing"],
+                            "off": ["--gradient-checkpointing", "off"]}[ckpt])]) == 0
     cli = json.loads(capsys.readouterr().out)
 
     # The API.
     body = {"model": model, "method": method, "batch_size": batch, "seq_len": seq,
             "optimizer": optimizer, "gpus": gpus, "sharding": sharding,
-            "gradient_checkpointing": ckpt, "expandable_segments": segments,
+            "gradient_checkpointing": {"auto": "auto", "on": True, "off": "off"}[ckpt],
+            "expandable_segments": segments,
             **{PRECISION_OPTIONS[name][1]: value for name, value in dtypes.items()}}
     api = client.post("/api/v1/estimates", headers=auth, json=body).json()
 
