@@ -37,6 +37,7 @@ from app.engine.states import (
 from app.errors import DomainError
 from app.estimates import inline_config, service
 from app.estimates.memory_size import parse_memory_size
+from app.estimates.token_count import parse_token_count
 
 if TYPE_CHECKING:
     from app.catalog.hub import ModelChoice
@@ -82,6 +83,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--activation-offload", action="store_true",
                         help="saved activations offloaded to CPU memory")
     parser.add_argument("--gradient-accumulation", type=int, default=1)
+    parser.add_argument("--dataset-tokens", metavar="COUNT", default="10M",
+                        help="tokens of training data per epoch, for the training time "
+                        "(10M, 250k, 1.5B; default 10M)")
+    parser.add_argument("--epochs", type=int, default=1,
+                        help="passes over the data (default 1)")
     parser.add_argument("--expandable-segments", action="store_true",
                         help="PyTorch's allocator with PYTORCH_CUDA_ALLOC_CONF="
                         "expandable_segments:True (Unsloth, axolotl): a smaller reserve")
@@ -241,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
         precision=args.precision, adapter_dtype=args.adapter_dtype,
         base_dtype=args.base_dtype, framework=args.framework,
         bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
-        moe_lora=args.moe_lora,
+        moe_lora=args.moe_lora, dataset_tokens=parse_token_count(args.dataset_tokens),
+        epochs=args.epochs,
     )
     request = service.EstimateRequest(
         job=job, model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
@@ -290,13 +297,20 @@ def format_table(result: EstimateResult) -> str:
                  f"max_memory_allocated)  reserved {_gb(result.reserved_bytes)} GB (allocator, "
                  "max_memory_reserved); total adds the CUDA context")
     lines.append("")
-    header = f"  {'card':<22}{'usable':>8}{'free':>8}  {'fits':<5}{'max batch':>10}{'max seq':>9}"
+    header = (f"  {'card':<22}{'usable':>8}{'free':>8}  {'fits':<5}{'max batch':>10}"
+              f"{'max seq':>9}{'hours':>9}{'tokens/s':>10}")
     lines.append(header)
     for fit in result.fits:
+        speed = fit.training
+        hours = (f"{speed.hours:>9.2f}{speed.tokens_per_s:>10,.0f}" if speed
+                 else f"{'-':>9}{'-':>10}")
         lines.append(
             f"  {fit.gpu:<22}{_gb(fit.usable_bytes):>8}{_gb(fit.free_bytes):>8}  "
             f"{'yes' if fit.fits else 'no':<5}{fit.max_batch_size:>10}{fit.max_seq_len:>9}"
+            f"{hours}" + ("  (comparison card, not sold)" if fit.comparison_only else "")
         )
+    lines.append("  hours: the training time for the data (--dataset-tokens x --epochs) on one "
+                 "card of each kind, if the job fits it")
     if result.levers:
         lines += ["", "  levers (card: change -> total GB; price in speed)"]
         for lever in result.levers:

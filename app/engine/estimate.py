@@ -53,6 +53,15 @@ from app.engine.sharding import (
     sharded_extras,
     unsharded_quant_state,
 )
+from app.engine.speed import (
+    AttentionLayers,
+    CardSpeed,
+    SpeedJob,
+    StepWork,
+    Training,
+    step_work,
+    training,
+)
 from app.engine.states import (
     ACCOUNTINGS,
     KBIT_PREPARED_BYTES,
@@ -115,7 +124,10 @@ from app.engine.states import (
 # 16).
 # 1.13.0: LitGPT's multi-head attention keeps the whole fused qkv output alive through the
 # value's view that SDPA saves (framework_litgpt.py, point 7; issue 15).
-ENGINE_VERSION = "1.13.0"
+# 1.14.0: training speed (speed.py): tokens per second, step seconds, hours for the customer's
+# data and MFU per card and system, from FLOPs, memory-bound bytes and communication against
+# the catalog's peaks; Job.dataset_tokens and Job.epochs (issue 26).
+ENGINE_VERSION = "1.14.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MEASURED_WITHIN_PERCENT = 6
@@ -124,6 +136,9 @@ MEASURED_WITHIN_PERCENT = 6
 
 MAX_GPUS = 1024
 MAX_BATCH_SIZE = 1 << 20
+MAX_DATASET_TOKENS = 10**15
+"""Tokens per epoch: 15 x 10^12 trained Llama 3 (its model card); a bound, not a limit of use."""
+MAX_EPOCHS = 10_000
 
 HEADROOM_FRACTION = 0.05
 """A job that leaves less than this share of a card's usable memory free fits only tightly:
@@ -189,6 +204,23 @@ class GpuSpec:
     compute_capability: str
     interconnect: str = "pcie"
     unified_memory: bool = False
+    # Speed figures from the catalog (speed.py); None where the catalog has none.
+    bf16_tflops: float | None = None
+    fp4_tflops: float | None = None
+    memory_bandwidth_gbps: float | None = None
+    interconnect_bandwidth_gbps: float | None = None
+    comparison_only: bool = False
+    """A card the shop does not sell, named to compare with (never recommended)."""
+
+    @property
+    def speed(self) -> CardSpeed:
+        """The card's speed figures as :mod:`speed` takes them."""
+        return CardSpeed(bf16_tflops=self.bf16_tflops,
+                         memory_bandwidth_gbps=self.memory_bandwidth_gbps,
+                         interconnect=self.interconnect,
+                         interconnect_bandwidth_gbps=self.interconnect_bandwidth_gbps,
+                         fp4_tflops=self.fp4_tflops,
+                         compute_capability=self.compute_capability)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +264,9 @@ class Job:
     # builds it (fused expert tensors) or one adapter per expert. Surfaces: --moe-lora /
     # moe_lora.
     moe_lora: MoeLora = "fused"
+    # The customer's data: tokens per epoch and epochs, for the training time (speed.py).
+    dataset_tokens: int = 10_000_000
+    epochs: int = 1
 
     @property
     def training_precision(self) -> TrainingPrecision:
@@ -284,6 +319,10 @@ class CardFit:
     fewest_cards_zero3: int | None
     formats: tuple[str, ...]
     warnings: tuple[str, ...]
+    training: Training | None = None
+    """How fast the job trains on this card (speed.py); None without the card's figures."""
+    comparison_only: bool = False
+    """A card the shop does not sell, named to compare with."""
 
     @property
     def roomy(self) -> bool:
@@ -371,6 +410,8 @@ def validate(shape: ModelShape, job: Job) -> None:
     _positive_int("seq_len", job.seq_len, None)
     _positive_int("gpus", job.gpus, MAX_GPUS)
     _positive_int("gradient_accumulation", job.gradient_accumulation, 1 << 16)
+    _positive_int("dataset_tokens", job.dataset_tokens, MAX_DATASET_TOKENS)
+    _positive_int("epochs", job.epochs, MAX_EPOCHS)
     if shape.max_positions is not None and job.seq_len > shape.max_positions:
         raise EngineError("seq_len", "beyond_positions", seq_len=job.seq_len,
                           max_positions=shape.max_positions)
@@ -706,6 +747,51 @@ class StepModels:
         return self.get(variant)
 
 
+def speed_job(shape: ModelShape, job: Job) -> SpeedJob:
+    """What :mod:`speed` needs of ``job`` on ``shape`` (its shape as the framework builds it)."""
+    shape = litgpt.as_built(shape, job.framework)
+    dtypes = job.training_precision
+    states = model_states(shape, job, gpus=1, sharding="none")
+    lora = job.lora
+    saved = 0
+    if job.activation_offload:
+        saved = activation_profile(shape, ActivationSetup(
+            method=job.method, regime=regime_for(job.method, job.accounting),
+            attention=job.attention, gradient_checkpointing=job.gradient_checkpointing,
+            lora=lora, loss_head=job.loss_head)).saved_per_token
+    return SpeedJob(
+        method=job.method,
+        trainable_linear=job.method == "full",
+        lora_specs=() if lora is None else lora_target_specs(shape, lora.targets, lora.moe_lora),
+        lora_rank=job.lora_rank,
+        packed_specs=packed_specs(shape, job.moe_lora) if job.method == "qlora" else (),
+        batch_size=job.batch_size,
+        seq_len=job.seq_len,
+        gradient_checkpointing=job.gradient_checkpointing,
+        attention=job.attention,
+        gpus=job.gpus,
+        sharding=job.sharding,
+        offload=job.offload,
+        activation_offload=job.activation_offload,
+        gradient_accumulation=job.gradient_accumulation,
+        optimizer=job.optimizer,
+        lora_dropout=job.method != "full" and job.lora_dropout > 0,
+        master_bytes=2 if dtypes.precision == "bf16" else 4,
+        fp32_base=job.method == "lora" and dtypes.base_dtype == "fp32",
+        adapter_bytes=dtypes.adapter_bytes,
+        trainable_params=states.trainable_params,
+        stored_bytes_per_param=_stored_bytes_per_param(job),
+        saved_bytes_per_token=saved,
+    )
+
+
+def job_training(shape: ModelShape, job: Job, gpu: GpuSpec,
+                 layers: AttentionLayers | None = None) -> Training | None:
+    """The job's speed on ``gpu`` (speed.py), or None where the card has no speed figures."""
+    return training(step_work(shape, speed_job(shape, job), layers), gpu.speed,
+                    dataset_tokens=job.dataset_tokens, epochs=job.epochs)
+
+
 def _loss_rate(profile: ActivationProfile, moment: Literal["forward", "backward"], job: Job) -> int:
     """Loss-head bytes per token; a chunked loss holds one chunk, spread here over the tokens."""
     per_token = (
@@ -727,8 +813,11 @@ def estimate(
     gpus: Sequence[GpuSpec],
     *,
     with_levers: bool = True,
+    layers: AttentionLayers | None = None,
 ) -> EstimateResult:
-    """Memory per GPU for ``job`` on ``shape``, held against each card in ``gpus``."""
+    """Memory per GPU for ``job`` on ``shape``, held against each card in ``gpus``, and how
+    fast it trains on each (``layers``: which layers attend how, from the config's attention
+    layout; None: every non-mixer layer in full)."""
     validate(shape, job)
     given = shape
     shape = litgpt.as_built(shape, job.framework)
@@ -751,7 +840,8 @@ def estimate(
         total=total,
     )
     models = StepModels(shape)
-    fits = tuple(_card_fit(models, job, model, total, gpu) for gpu in gpus)
+    work = step_work(shape, speed_job(shape, job), layers)
+    fits = tuple(_card_fit(models, job, model, total, gpu, work) for gpu in gpus)
     levers: list[Lever] = []
     if with_levers and not all(fit.fits for fit in fits):
         options = _lever_options(job)
@@ -791,7 +881,7 @@ def estimate(
 
 
 def _card_fit(
-    models: StepModels, job: Job, model: StepModel, total: int, gpu: GpuSpec
+    models: StepModels, job: Job, model: StepModel, total: int, gpu: GpuSpec, work: StepWork
 ) -> CardFit:
     usable = gpu.usable_bytes
     warnings: list[str] = []
@@ -811,6 +901,9 @@ def _card_fit(
         fewest_cards_zero3=fewest_cards_zero3(models, job, usable),
         formats=capabilities(gpu.compute_capability).formats,
         warnings=tuple(warnings),
+        training=training(work, gpu.speed, dataset_tokens=job.dataset_tokens,
+                          epochs=job.epochs),
+        comparison_only=gpu.comparison_only,
     )
 
 

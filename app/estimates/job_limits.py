@@ -19,6 +19,10 @@ MAX_SEQ_LEN: Final = 1 << 20
 MAX_GPUS: Final = 1024
 MAX_LORA_RANK: Final = 4096
 MAX_GRADIENT_ACCUMULATION: Final = 65536
+MAX_DATASET_TOKENS: Final = 10**13
+"""Tokens per epoch: 10 trillion, beyond any fine-tuning data set (Llama 3's whole pre-training
+was 15 x 10^12)."""
+MAX_EPOCHS: Final = 1000
 
 
 def check(job: Job) -> None:
@@ -29,6 +33,8 @@ def check(job: Job) -> None:
         ("gpus", job.gpus, MAX_GPUS),
         ("lora_rank", job.lora_rank, MAX_LORA_RANK),
         ("gradient_accumulation", job.gradient_accumulation, MAX_GRADIENT_ACCUMULATION),
+        ("dataset_tokens", job.dataset_tokens, MAX_DATASET_TOKENS),
+        ("epochs", job.epochs, MAX_EPOCHS),
     )
     for name, value, maximum in bounds:
         if isinstance(value, int) and not isinstance(value, bool) and value > maximum:

@@ -28,6 +28,7 @@ from app.engine import estimate as engine_estimate
 from app.engine.checkpointing import Checkpointing, CheckpointingSetting
 from app.engine.precision import BnbVersion, bnb_saves_inputs
 from app.engine.sharding import ShardingImpl, checked_impl
+from app.engine.speed import AttentionLayers, Training, config_attention_layers
 from app.errors import InvalidInput, NotFound
 from app.estimates import job_limits
 from app.ops import metrics
@@ -149,6 +150,10 @@ def gpu_spec(record: GpuRecord) -> GpuSpec:
         compute_capability=record.compute_capability,
         interconnect=record.interconnect,
         unified_memory="unified" in record.memory_type.lower(),
+        bf16_tflops=record.bf16_dense_tflops,
+        fp4_tflops=record.fp4_dense_tflops,
+        memory_bandwidth_gbps=record.memory_bandwidth_gbps,
+        interconnect_bandwidth_gbps=record.interconnect_bandwidth_gbps,
     )
 
 
@@ -166,6 +171,14 @@ def custom_gpu_spec(total_bytes: int) -> GpuSpec:
 
 def resolve_shape(catalog: Catalog, request: EstimateRequest) -> tuple[ModelShape, str | None]:
     """The model's shape and, for a catalog model, its slug. Raises NotFound / InvalidInput."""
+    shape, _ = resolve_model(catalog, request)
+    return shape, request.model_slug
+
+
+def resolve_model(catalog: Catalog, request: EstimateRequest
+                  ) -> tuple[ModelShape, AttentionLayers | None]:
+    """The model's shape and its attention layout (full, sliding, linear layers) for the
+    speed. Raises NotFound / InvalidInput."""
     if (request.model_slug is None) == (request.model_config is None):
         raise InvalidInput("give either a catalog model slug or a config.json object",
                            field="model")
@@ -175,9 +188,10 @@ def resolve_shape(catalog: Catalog, request: EstimateRequest) -> tuple[ModelShap
     else:
         config = request.model_config or {}
     try:
-        return shape_of(config), request.model_slug
+        shape = shape_of(config)
     except EngineError as error:
         raise engine_invalid(error, field=f"model_config.{error.field}") from error
+    return shape, config_attention_layers(config, shape)
 
 
 def engine_invalid(error: EngineError, *, field: str | None = None) -> InvalidInput:
@@ -272,12 +286,13 @@ def _estimate_uncounted(catalog: Catalog, request: EstimateRequest,
 
 
 def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
-    shape, _ = resolve_shape(catalog, request)
+    shape, layers = resolve_model(catalog, request)
     job, chosen = resolved_job(shape, request)
     gpus = ([custom_gpu_spec(request.gpu_memory_bytes)] if request.gpu_memory_bytes is not None
             else [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)])
     try:
-        result = engine_estimate(shape, job, gpus, with_levers=request.with_levers)
+        result = engine_estimate(shape, job, gpus, with_levers=request.with_levers,
+                                 layers=layers)
     except EngineError as error:
         raise engine_invalid(error) from error
     return replace(result, checkpointing=chosen)
@@ -297,6 +312,8 @@ class SystemFit:
     max_batch_size: int
     warnings: tuple[str, ...] = ()
     """The engine's warnings for one of its cards in this configuration."""
+    training: Training | None = None
+    """How fast the job trains on the system's cards together (app/engine/speed.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,17 +364,32 @@ def system_rows(catalog: Catalog, request: CustomCardRequest,
     return tuple(rows)
 
 
-def _system_fit(shape: ModelShape, request: EstimateRequest, system: SystemRecord,
-                gpu: GpuRecord) -> SystemFit:
-    """The training job on one system: its cards shard the model states (:func:`system_job`)."""
+PCIE5_X16_GBPS = 128.0
+"""PCIe 5.0 x16, both directions together (the seed's convention, app/catalog/seed/gpus.json)."""
+
+
+def system_link(spec: GpuSpec, system: SystemRecord) -> GpuSpec:
+    """The card as the system links it: NVLink cards in several NVLink domains joined by PCIe
+    (8 H200 NVL: two 4-way bridges) run their ring collectives at PCIe's speed."""
+    text = system.gpu_interconnect.lower()
+    if spec.interconnect == "nvlink" and "pcie" in text:
+        return replace(spec, interconnect="pcie", interconnect_bandwidth_gbps=PCIE5_X16_GBPS)
+    return spec
+
+
+def _system_fit(shape: ModelShape, layers: AttentionLayers | None, request: EstimateRequest,
+                system: SystemRecord, gpu: GpuRecord) -> SystemFit:
+    """The training job on one system: its cards shard the model states (:func:`system_job`)
+    and share the data (data parallel over the system's link)."""
     job = system_job(resolved_job(shape, request)[0], system.gpu_count)
-    found = engine_estimate(shape, job, [gpu_spec(gpu)], with_levers=False).fits[0]
+    spec = system_link(gpu_spec(gpu), system)
+    found = engine_estimate(shape, job, [spec], with_levers=False, layers=layers).fits[0]
     return SystemFit(
         system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding, fits=found.fits,
         total_bytes_per_gpu=found.total_bytes, free_bytes_per_gpu=found.free_bytes,
-        max_batch_size=found.max_batch_size, warnings=found.warnings)
+        max_batch_size=found.max_batch_size, warnings=found.warnings, training=found.training)
 
 
 def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
-    shape, _ = resolve_shape(catalog, request)
-    return system_rows(catalog, request, partial(_system_fit, shape, request))
+    shape, layers = resolve_model(catalog, request)
+    return system_rows(catalog, request, partial(_system_fit, shape, layers, request))

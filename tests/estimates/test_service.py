@@ -14,6 +14,7 @@ from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.engine import EstimateResult, GpuSpec, Job, ModelShape
 from app.engine import estimate as engine_estimate
+from app.engine.speed import AttentionLayers
 from app.errors import InvalidInput
 from app.estimates import service
 from app.estimates.service import EstimateCache, EstimateRequest
@@ -31,10 +32,11 @@ def engine_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     calls: list[str] = []
 
     def counting(
-        shape: ModelShape, job: Job, gpus: Sequence[GpuSpec], *, with_levers: bool = True
+        shape: ModelShape, job: Job, gpus: Sequence[GpuSpec], *, with_levers: bool = True,
+        layers: AttentionLayers | None = None,
     ) -> EstimateResult:
         calls.append("engine")
-        return engine_estimate(shape, job, gpus, with_levers=with_levers)
+        return engine_estimate(shape, job, gpus, with_levers=with_levers, layers=layers)
 
     monkeypatch.setattr(service, "engine_estimate", counting)
     yield calls

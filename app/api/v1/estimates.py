@@ -67,7 +67,7 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
         precision=body.precision, adapter_dtype=body.adapter_dtype,
         base_dtype=body.base_dtype, framework=body.framework,
         bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
-        moe_lora=body.moe_lora,
+        moe_lora=body.moe_lora, dataset_tokens=body.dataset_tokens, epochs=body.epochs,
     )
     return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
                            gpu_slugs=tuple(body.gpu), with_levers=with_levers,
@@ -107,7 +107,7 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
     (an inline config.json, or options only the API and CLI offer)."""
     defaults = schemas.EstimateInput(model="x", method=body.method)
     api_only = ("accounting", "lora_dropout", "chunked_loss", "fused_optimizer_step",
-                "activation_offload", "gradient_accumulation")
+                "activation_offload", "gradient_accumulation", "dataset_tokens", "epochs")
     if body.model is None or any(getattr(body, f) != getattr(defaults, f) for f in api_only):
         return None
     if body.lora_targets not in STOREFRONT_PRESETS or body.attention not in ("flash", "eager"):

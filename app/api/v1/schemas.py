@@ -239,6 +239,12 @@ class EstimateInput(BaseModel):
         "expandable_segments:True (set by Unsloth and axolotl): a smaller allocator reserve.")
     gradient_accumulation: int = Field(default=1, ge=1,
                                        le=job_limits.MAX_GRADIENT_ACCUMULATION)
+    dataset_tokens: int = Field(
+        default=10_000_000, ge=1, le=job_limits.MAX_DATASET_TOKENS,
+        description="Tokens of training data per epoch, for each card's training time "
+        "(`training.hours`).")
+    epochs: int = Field(default=1, ge=1, le=job_limits.MAX_EPOCHS,
+                        description="Passes over the data.")
     precision: Precision | None = Field(
         default=None, description="amp: fp32 master weights with bf16 autocast (the Hugging "
         "Face Trainer's bf16=True); bf16: pure bf16, weights, gradients and optimizer states "
@@ -271,7 +277,7 @@ class EstimateInput(BaseModel):
         return value
 
     @field_validator("lora_rank", "lora_dropout", "batch_size", "seq_len", "gpus",
-                     "gradient_accumulation", mode="before")
+                     "gradient_accumulation", "dataset_tokens", "epochs", mode="before")
     @classmethod
     def _numbers_only(cls, value: Any) -> Any:
         return not_a_boolean(value)
@@ -317,6 +323,17 @@ class Breakdown(_Out):
     total: int
 
 
+class Training(_Out):
+    """How fast the job trains on the card (or the system's cards together)."""
+
+    tokens_per_s: float = Field(description="Training tokens per second over all the GPUs.")
+    step_seconds: float = Field(description="One optimizer step (micro-batch x gradient "
+                                "accumulation x data-parallel GPUs).")
+    hours: float = Field(description="dataset_tokens x epochs at that speed.")
+    mfu: float = Field(description="Model FLOPs utilisation: the step's FLOPs without "
+                       "recompute over the GPUs' dense BF16 peak.")
+
+
 class CardFit(_Out):
     """The job held against one card."""
 
@@ -331,6 +348,10 @@ class CardFit(_Out):
     fewest_cards_zero3: int | None
     formats: list[str]
     warnings: list[str]
+    training: Training | None = Field(description="Speed on this card; null where the "
+                                      "catalog has no speed figures for it.")
+    comparison_only: bool = Field(description="A card the shop does not sell, named to "
+                                  "compare with; never recommended.")
 
 
 class Lever(_Out):

@@ -1,0 +1,180 @@
+"""The training-speed terms (app/engine/speed.py), each against its own arithmetic.
+
+Every term is computed here by hand from the model's shape, so dropping one from the engine
+(no recompute under checkpointing, no weight gradients for a full fine-tune, no dequantisation
+for QLoRA, no communication for several GPUs, ...) fails a test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from app.engine import GpuSpec, Job, shape_of
+from app.engine.estimate import estimate, speed_job
+from app.engine.shapes import ModelShape
+from app.engine.speed import (
+    BF16_BYTES,
+    NF4_READ_BYTES,
+    AttentionLayers,
+    CardSpeed,
+    achieved_fraction,
+    communication_bytes,
+    flop_terms,
+    mean_context,
+    memory_terms,
+    optimizer_bytes,
+    step_work,
+    training,
+)
+
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "h200_steps" / "configs"
+LLAMA_8B = shape_of(json.loads((CONFIGS / "llama-3.1-8b.json").read_text()))
+CARD = CardSpeed(bf16_tflops=989.5, memory_bandwidth_gbps=4800.0, interconnect="nvlink",
+                 interconnect_bandwidth_gbps=900.0, compute_capability="9.0")
+
+
+def linear_weights(shape: ModelShape) -> int:
+    return sum(s.in_features * s.out_features * s.layers for s in shape.linears)
+
+
+def test_llama_8b_linear_weights_are_the_known_count() -> None:
+    # 32 layers x (q 4096^2 + k,v 2 x 4096 x 1024 + o 4096^2 + 3 x 4096 x 14336)
+    assert linear_weights(LLAMA_8B) == 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+
+
+def test_full_fine_tune_counts_forward_activation_and_weight_gradients() -> None:
+    terms = flop_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="full")))
+    body = 2 * linear_weights(LLAMA_8B)
+    assert terms.forward == body
+    assert terms.activation_grads == body
+    assert terms.weight_grads == body
+    assert terms.recompute == 0
+    assert terms.adapters == 0
+    # lm_head: forward, input gradient and weight gradient
+    assert terms.lm_head == 3 * 2 * 128_256 * 4096
+
+
+def test_lora_skips_the_frozen_weight_gradients_and_adds_its_adapters() -> None:
+    terms = flop_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora", lora_rank=16)))
+    assert terms.weight_grads == 0
+    assert terms.lm_head == 2 * 2 * 128_256 * 4096
+    # rank 16 on every block linear: 2 r (in + out) per token each for forward, input and
+    # weight gradients
+    per_layer = sum(s.in_features + s.out_features for s in LLAMA_8B.linears)
+    assert terms.adapters == 3 * 2 * 16 * per_layer * 32
+
+
+def test_checkpointing_adds_one_more_forward_of_the_layers() -> None:
+    plain = flop_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora")))
+    ckpt = flop_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora",
+                                                        gradient_checkpointing=True)))
+    assert ckpt.recompute == plain.forward
+    assert ckpt.attention > plain.attention
+    assert ckpt.model == pytest.approx(plain.model + (ckpt.adapters - plain.adapters)
+                                       + (ckpt.attention - plain.attention))
+
+
+def test_attention_flops_are_causal_half_and_eager_the_whole_square() -> None:
+    seq = 4096
+    flash = flop_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora", seq_len=seq)))
+    # forward 4 x heads x head_dim x mean context per layer, backward 2.5 x (FlashAttention-2)
+    forward = 4 * 4096 * (seq + 1) / 2 * 32
+    assert flash.attention == pytest.approx(forward * 3.5)
+    eager = flop_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora", seq_len=seq,
+                                                         attention="eager")))
+    assert eager.attention == pytest.approx(4 * 4096 * seq * 32 * 3.0)
+
+
+def test_sliding_layers_attend_at_most_their_window() -> None:
+    assert mean_context(8192, 4096, causal=True) < 4096
+    assert mean_context(8192, None, causal=True) == pytest.approx(8193 / 2)
+    job = speed_job(LLAMA_8B, Job(method="lora", seq_len=8192))
+    full = flop_terms(LLAMA_8B, job, AttentionLayers(full=32, sliding=0, window=0, linear=0))
+    half = flop_terms(LLAMA_8B, job, AttentionLayers(full=16, sliding=16, window=1024,
+                                                     linear=0))
+    share = (16 * mean_context(8192, None, causal=True)
+             + 16 * mean_context(8192, 1024, causal=True)) / (32 * mean_context(8192, None,
+                                                                               causal=True))
+    assert half.attention == pytest.approx(full.attention * share)
+    assert share < 0.65
+
+
+def test_qlora_dequantises_every_packed_weight_on_every_pass() -> None:
+    plain = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="qlora")))
+    ckpt = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="qlora",
+                                                          gradient_checkpointing=True)))
+    per_pass = linear_weights(LLAMA_8B) * (NF4_READ_BYTES + BF16_BYTES)
+    assert plain.dequantise == pytest.approx(2 * per_pass)
+    assert ckpt.dequantise == pytest.approx(3 * per_pass)
+    assert memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora"))).dequantise == 0
+
+
+def test_optimizer_step_reads_and_writes_parameters_gradients_and_states() -> None:
+    job = speed_job(LLAMA_8B, Job(method="full", precision="bf16"))
+    # bf16: param read + write (4), gradient read twice (clip, step: 4), two bf16 moments
+    # read and written (8)
+    assert optimizer_bytes(job) == job.trainable_params * 16
+    amp = speed_job(LLAMA_8B, Job(method="full", precision="amp"))
+    assert optimizer_bytes(amp) == amp.trainable_params * 32
+    assert optimizer_bytes(speed_job(LLAMA_8B, Job(method="full", offload="optimizer"))) == 0
+
+
+def test_amp_full_fine_tune_casts_its_fp32_weights() -> None:
+    amp = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="full", precision="amp")))
+    bf16 = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="full", precision="bf16")))
+    assert amp.weight_casts > 0
+    assert bf16.weight_casts == 0
+
+
+def test_data_parallel_all_reduces_the_gradients_and_zero3_gathers_the_weights() -> None:
+    single = speed_job(LLAMA_8B, Job(method="full", precision="bf16"))
+    assert communication_bytes(LLAMA_8B, single) == 0
+    ddp = dataclasses.replace(single, gpus=4)
+    grads = single.trainable_params * 2
+    assert communication_bytes(LLAMA_8B, ddp) == pytest.approx(2 * 3 / 4 * grads)
+    zero3 = dataclasses.replace(single, gpus=4, sharding="zero3")
+    # reduce-scatter the gradients, gather the weights for forward and backward: 1.5 x DDP
+    assert communication_bytes(LLAMA_8B, zero3) == pytest.approx(
+        3 / 4 * (grads + 2 * LLAMA_8B.total_params * 2))
+
+
+def test_communication_over_a_slow_link_slows_the_step() -> None:
+    job = dataclasses.replace(speed_job(LLAMA_8B, Job(method="full", precision="bf16")),
+                              gpus=8, sharding="zero3")
+    work = step_work(LLAMA_8B, job)
+    fast = training(work, CARD, dataset_tokens=10**7, epochs=1)
+    slow = training(work, dataclasses.replace(CARD, interconnect="pcie",
+                                              interconnect_bandwidth_gbps=128.0),
+                    dataset_tokens=10**7, epochs=1)
+    assert fast is not None and slow is not None
+    assert slow.step_seconds > fast.step_seconds
+
+
+def test_achieved_fraction_falls_for_small_token_counts() -> None:
+    assert achieved_fraction(256, 4096) < achieved_fraction(2048, 4096) < \
+        achieved_fraction(16384, 4096) < 0.75
+    assert achieved_fraction(4096, 2048) < achieved_fraction(4096, 8192)
+
+
+def test_hours_are_the_data_over_the_speed() -> None:
+    result = estimate(LLAMA_8B, Job(method="lora", dataset_tokens=36_000_000, epochs=2),
+                      [GpuSpec("h", "h", 10**12, "9.0", bf16_tflops=989.5,
+                               memory_bandwidth_gbps=4800.0)])
+    speed = result.fits[0].training
+    assert speed is not None
+    assert speed.hours == pytest.approx(72_000_000 / speed.tokens_per_s / 3600, rel=1e-3)
+    assert speed.tokens_per_s == pytest.approx(2048 / speed.step_seconds, rel=1e-3)
+
+
+def test_no_training_figure_without_the_cards_speed_figures() -> None:
+    result = estimate(LLAMA_8B, Job(method="lora"), [GpuSpec("x", "x", 10**12, "9.0")])
+    assert result.fits[0].training is None
+
+
+def test_a_card_publishing_only_fp4_computes_bf16_at_a_quarter() -> None:
+    assert CardSpeed(bf16_tflops=None, memory_bandwidth_gbps=273.0,
+                     fp4_tflops=500.0).matmul_tflops == 125.0
