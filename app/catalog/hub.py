@@ -26,10 +26,12 @@ whatever the other end sends:
 * one look-up (both requests, every byte) has ``SIZER_HUB_TIMEOUT_S`` in all: a server that
   answers slowly, or drips its answer, is cut off at the deadline;
 * the model info may be :data:`MAX_INFO_BYTES`, the config.json
-  :data:`~app.estimates.inline_config.MAX_CONFIG_BYTES` (read with the one config.json reader
-  every surface uses), an error answer :data:`MAX_ERROR_BYTES`; a declared or actual larger
-  answer is refused without reading on; answers are asked for uncompressed and a compressed
-  one is refused, so no decompression can outgrow the limits;
+  :data:`~app.estimates.inline_config.MAX_DOCUMENT_BYTES` (read with the one config.json reader
+  every surface uses, which summarises a quantised export's layer list and holds what is kept
+  to :data:`~app.estimates.inline_config.MAX_CONFIG_BYTES`), an error answer
+  :data:`MAX_ERROR_BYTES`; a declared or actual larger answer is refused without reading on;
+  answers are asked for uncompressed and a compressed one is refused, so no decompression can
+  outgrow the limits;
 * one fetch per repository and revision at a time in a process (whoever asks while it runs
   waits for its answer), and at most :data:`MAX_CONCURRENT_FETCHES` fetches at once; beyond
   that the answer is "busy, try again" at once (:class:`HubFlights`, on ``Caches.hub``).
@@ -326,7 +328,7 @@ def _fetch(ref: RepoRef, access: HubAccess, now: Callable[[], datetime]) -> HubM
                     params={"expand": "sha"})
         commit, repo_id = _commit_of(info, ref)
         body = _get(f"{access.endpoint}/{ref.repo_id}/resolve/{commit}/config.json", headers,
-                    inline_config.MAX_CONFIG_BYTES, deadline, access, ref)
+                    inline_config.MAX_DOCUMENT_BYTES, deadline, access, ref)
     except GatedRepoError as error:
         raise _refused(ref, "hub_gated", f"{ref.repo_id} is gated and the shop's Hub token "
                        "has no access to it") from error

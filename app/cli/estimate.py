@@ -144,7 +144,7 @@ def read_config(path: Path) -> dict[str, Any]:
     (:mod:`app.estimates.inline_config`); any problem is a DomainError naming the file."""
     try:
         with path.open("rb") as handle:
-            raw = handle.read(inline_config.MAX_CONFIG_BYTES + 1)
+            raw = handle.read(inline_config.MAX_DOCUMENT_BYTES + 1)
     except OSError as error:
         raise DomainError(f"cannot read {path}: {error.strerror}", field="model-config") from error
     try:

@@ -8,16 +8,32 @@ FastAPI has parsed already, holds the parsed object to :func:`check_values` and
 :func:`check_size`) and refuses the same things before the engine or the database sees it:
 
 * an empty document, one that is not JSON, one that is not a JSON object;
-* more than 256 KB of UTF-8 (:data:`MAX_CONFIG_BYTES`);
+* more than 256 KB of UTF-8 (:data:`MAX_CONFIG_BYTES`) in what is kept: the document after its
+  quantisation section is summarised (below), and never more than 8 MB read at all
+  (:data:`MAX_DOCUMENT_BYTES`);
 * nesting deeper than 32 levels (:data:`MAX_DEPTH`);
-* ``NaN`` and ``Infinity``, which Python's ``json`` module accepts although JSON has neither
-  (PostgreSQL's ``jsonb`` refuses them: a 500 there, a stored NaN on SQLite);
 * integers beyond +-2**53 (:data:`MAX_JSON_INT`), what every JSON parser holds exactly and far
   beyond any real model's dimensions; an integer longer than Python converts at all (4,300
   digits, ``sys.get_int_max_str_digits``) is never converted, so it is refused like any other
   too-large integer instead of escaping as a plain ``ValueError``;
 * text that is not Unicode: a lone surrogate (``"\\ud800"`` is valid JSON syntax) in a key or
   a string, which no UTF-8 encoder, response or database can take.
+
+Two things real checkpoints publish are read rather than refused (issue 29):
+
+* ``NaN``, ``Infinity`` and ``-Infinity`` (and a float literal too large for a double, which
+  Python reads as infinite): transformers reads config.json with Python's ``json`` module, which
+  accepts them, and NVIDIA's Nemotron-H releases carry ``"time_step_limit": [0.0, Infinity]``.
+  Each becomes the text :data:`NON_FINITE_TOKENS` spells it with (``"Infinity"``), so the
+  document stays storable (PostgreSQL's ``jsonb`` refuses the numbers themselves) and printable
+  as standard JSON; the engine reads only integers and flags, so a field it needs that holds one
+  is refused by the engine, naming that field, and any other is ignored.
+* A large ``quantization_config`` (:data:`SUMMARISED_SECTIONS`): NVIDIA's ModelOpt exports list
+  every quantised layer there (MiniMax-M3-NVFP4's config.json is 3,087,083 bytes, 2.41 MB of it
+  ``quantization_config.quantized_layers``). The section is summarised by :func:`summarise`:
+  its small entries kept, each larger list or object replaced by the number of entries it held
+  (``{"entries": 4213}``). The work stays linear in the bytes read, which
+  :data:`MAX_DOCUMENT_BYTES` bounds.
 
 A refusal is a :class:`ConfigValueError`: data (which bound, where in the document), which each
 surface words its own way (translated on the pages, a problem on the API, one line on the CLI).
@@ -35,6 +51,20 @@ from typing import Any, Final, Literal
 MAX_CONFIG_BYTES: Final = 256 * 1024
 """Largest config.json, in bytes of UTF-8 (a real one is 1-5 KB; 256 KB leaves room for
 tokenizer-sized extras some repositories put in it)."""
+MAX_DOCUMENT_BYTES: Final = 8 * 1024 * 1024
+"""Most bytes of a config.json read at all (the Hub, a file named to the CLI); what is kept
+after :func:`summarise` is held to :data:`MAX_CONFIG_BYTES`. The largest real one we know is
+NVIDIA's MiniMax-M3-NVFP4 export at 3,087,083 bytes (ai-dynamo/aiconfigurator's copy,
+tests/fixtures/hf_configs/SOURCES.md); 8 MB leaves room for a model with more layers."""
+SUMMARISED_SECTIONS: Final = ("quantization_config",)
+"""Top-level sections summarised before the size is checked: nothing in the engine reads them,
+and quantised exports list every layer in them."""
+MAX_SUMMARY_ENTRY_BYTES: Final = 1024
+"""Largest entry of a summarised section kept as it is (as compact JSON); a larger list or
+object is replaced by its number of entries (``quant_method``, ``quant_algo``, ``bits``,
+``group_size`` are a few bytes each)."""
+NON_FINITE_TOKENS: Final = {"Infinity": "Infinity", "-Infinity": "-Infinity", "NaN": "NaN"}
+"""How the non-finite numbers Python's ``json`` reads are kept: as the text it spells them with."""
 MAX_DEPTH: Final = 32
 """Deepest nesting of objects and lists inside a config.json (real ones nest 3 deep; 32 stays
 far below Python's recursion limit, so no walk of the document can overflow the stack)."""
@@ -93,24 +123,85 @@ def _bounded_int(literal: str) -> int | _TooManyDigits:
     return int(literal)
 
 
+def _non_finite_token(literal: str) -> str:
+    return NON_FINITE_TOKENS[literal]
+
+
+def _finite_or_token(literal: str) -> float | str:
+    """A float literal as a float, or its non-finite text when a double cannot hold it
+    (``1e400`` is read as infinite by Python's ``json``, so by transformers too)."""
+    value = float(literal)
+    if math.isfinite(value):
+        return value
+    return "-Infinity" if value < 0 else "Infinity"
+
+
 def loads_bounded(text: str | bytes) -> Any:
     """``json.loads`` that never converts an integer literal longer than
     :data:`MAX_INT_DIGITS` (it stays a placeholder that :func:`check_values` refuses, and
-    that fails any integer or number field it is validated against). May raise
+    that fails any integer or number field it is validated against), and that keeps ``NaN``
+    and ``Infinity`` as their text (:data:`NON_FINITE_TOKENS`). May raise
     ``json.JSONDecodeError``, ``UnicodeDecodeError`` and ``RecursionError``."""
-    return json.loads(text, parse_int=_bounded_int)
+    return json.loads(text, parse_int=_bounded_int, parse_constant=_non_finite_token,
+                      parse_float=_finite_or_token)
+
+
+def replace_non_finite(value: Any, depth: int = 0) -> Any:
+    """``value`` (a document another parser read, such as the API's body) with every NaN or
+    infinite float replaced by its text (:data:`NON_FINITE_TOKENS`), as :func:`loads_bounded`
+    reads them. Stops below :data:`MAX_DEPTH` (deeper parts are left for
+    :func:`check_values` to refuse), so it never recurses deeper than that."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("-Infinity" if value < 0 else "Infinity")
+    if depth > MAX_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {key: replace_non_finite(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list):
+        return [replace_non_finite(item, depth + 1) for item in value]
+    return value
+
+
+def summarise(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with each of :data:`SUMMARISED_SECTIONS` summarised: an entry whose compact
+    JSON takes at most :data:`MAX_SUMMARY_ENTRY_BYTES` kept, a larger list or object replaced by
+    ``{"entries": n}``, a longer text cut to that many characters. Call it after
+    :func:`check_values` (which bounds the depth the serialising meets)."""
+    summarised = dict(document)
+    for name in SUMMARISED_SECTIONS:
+        section = document.get(name)
+        if not isinstance(section, dict):
+            continue
+        kept: dict[str, Any] = {}
+        for key, item in section.items():
+            if isinstance(item, str):
+                kept[key] = item[:MAX_SUMMARY_ENTRY_BYTES]
+            elif isinstance(item, dict | list) and _json_bytes(item) > MAX_SUMMARY_ENTRY_BYTES:
+                kept[key] = {"entries": len(item)}
+            else:
+                kept[key] = item
+        summarised[name] = kept
+    return summarised
+
+
+def _json_bytes(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+               .encode("utf-8", "surrogatepass"))
 
 
 def read_config_text(text: str) -> dict[str, Any]:
     """The config.json in ``text`` as a dict, or :class:`ConfigValueError` saying why not.
 
     Every surface that reads a config.json as text reads it with this (the API holds its
-    already parsed body to :func:`check_size` and :func:`check_values`)."""
+    already parsed body to :func:`check_size` and :func:`check_values`). The text may take up
+    to :data:`MAX_DOCUMENT_BYTES`; the document returned, its quantisation section summarised,
+    at most :data:`MAX_CONFIG_BYTES`."""
     if not text.strip():
         raise ConfigValueError("empty", "the config.json is empty")
     # surrogatepass: a lone surrogate is counted here and refused by the walk with its place
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
-        raise size_error()
+    read_bytes = len(text.encode("utf-8", "surrogatepass"))
+    if read_bytes > MAX_DOCUMENT_BYTES:
+        raise size_error(MAX_DOCUMENT_BYTES)
     try:
         document = loads_bounded(text)
     except json.JSONDecodeError as error:
@@ -123,16 +214,21 @@ def read_config_text(text: str) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise ConfigValueError("not_object", "a config.json is a JSON object ({...})")
     check_values(document)
-    return document
+    config: dict[str, Any] = document
+    if read_bytes > MAX_CONFIG_BYTES:
+        config = summarise(config)
+        check_size(config)
+    return config
 
 
 def read_config_bytes(data: bytes) -> dict[str, Any]:
     """:func:`read_config_text` for a file's bytes: UTF-8 (a byte-order mark is allowed).
 
-    The size is checked on the bytes first, so a reader that stops at the limit (and may cut a
-    character in two) still gets the size as the reason."""
-    if len(data) > MAX_CONFIG_BYTES:
-        raise size_error()
+    The size is checked on the bytes first, so a reader that stops at the limit
+    (:data:`MAX_DOCUMENT_BYTES`; it may cut a character in two) still gets the size as the
+    reason."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise size_error(MAX_DOCUMENT_BYTES)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -152,10 +248,12 @@ def check_size(config: Mapping[str, Any]) -> None:
         raise size_error()
 
 
-def size_error() -> ConfigValueError:
+def size_error(limit: int = MAX_CONFIG_BYTES) -> ConfigValueError:
     """The refusal of a config.json over :data:`MAX_CONFIG_BYTES` (also for a surface that
-    stops reading an upload at the limit)."""
-    return ConfigValueError("size", f"larger than {MAX_CONFIG_BYTES // 1024} KB")
+    stops reading an upload at the limit), or over ``limit`` read at all."""
+    if limit >= 1024 * 1024:
+        return ConfigValueError("size", f"larger than {limit // (1024 * 1024)} MB")
+    return ConfigValueError("size", f"larger than {limit // 1024} KB")
 
 
 def check_values(value: object, path: str = "", depth: int = 0) -> None:

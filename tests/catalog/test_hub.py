@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +22,11 @@ from app.catalog.seed import load_seed_catalog
 from app.config import SEED_DIR
 from app.db.tables import HubConfig
 from app.errors import DomainError, InvalidInput, NotFound, Unavailable
-from app.estimates.inline_config import MAX_CONFIG_BYTES
+from app.estimates.inline_config import MAX_CONFIG_BYTES, MAX_DOCUMENT_BYTES
 from tests.fake_hub import FakeHub, FakeRepo, running_hub
 
 QWEN3_8B: dict[str, Any] = json.loads((SEED_DIR / "models" / "qwen3-8b.json").read_text())
+HF_CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
 NEW_MODEL = {**QWEN3_8B, "num_hidden_layers": 40}
 
 
@@ -151,7 +153,7 @@ def test_a_slow_hub_is_cut_off_at_the_timeout(
 def test_an_oversized_config_is_refused_without_reading_it_all(
     fake_hub: FakeHub, session: Session, declared: bool
 ) -> None:
-    fake_hub.add(FakeRepo("acme/huge", NEW_MODEL, oversize=MAX_CONFIG_BYTES + 1,
+    fake_hub.add(FakeRepo("acme/huge", NEW_MODEL, oversize=MAX_DOCUMENT_BYTES + 1,
                           declare_length=declared))
     refused = _refusal(lambda: hub_model(session, parse_ref("acme/huge"),
                                          access=_access(fake_hub)))
@@ -163,6 +165,22 @@ def test_a_config_of_exactly_the_limit_is_read(fake_hub: FakeHub, session: Sessi
     fake_hub.add(FakeRepo("acme/big", NEW_MODEL, oversize=MAX_CONFIG_BYTES))
     found = hub_model(session, parse_ref("acme/big"), access=_access(fake_hub))
     assert found.config["num_hidden_layers"] == 40
+
+
+def test_a_3_mb_quantised_export_is_read_with_its_layer_list_summarised(
+    fake_hub: FakeHub, session: Session
+) -> None:
+    """nvidia/MiniMax-M3-NVFP4 (issue 29): 3,087,083 bytes, nearly all of it the ModelOpt
+    layer list; read, summarised, and kept within the 256 KB a kept config may take."""
+    release = json.loads((HF_CONFIGS / "minimax-m3-nvfp4.json").read_text())
+    fake_hub.add(FakeRepo("nvidia/MiniMax-M3-NVFP4", release))
+    found = hub_model(session, parse_ref("nvidia/MiniMax-M3-NVFP4"), access=_access(fake_hub))
+    assert found.config["text_config"] == release["text_config"]
+    assert found.config["quantization_config"]["quantized_layers"] == {
+        "entries": len(release["quantization_config"]["quantized_layers"])}
+    assert len(json.dumps(found.config)) <= MAX_CONFIG_BYTES
+    kept = session.scalars(select(HubConfig)).one()
+    assert kept.config == found.config
 
 
 def test_an_unreachable_hub_is_a_clear_503_and_a_kept_copy_still_serves(

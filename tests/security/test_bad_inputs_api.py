@@ -154,10 +154,10 @@ def test_the_baseline_bodies_are_valid(shop: Shop, row_counts: Callable[[], RowC
 
 
 @pytest.mark.parametrize(("fragment", "place"), [
-    ('"rope_scaling": {"factor": NaN}', "rope_scaling.factor"),
+    ('"rope_scaling": {"factor": 9007199254740993}', "rope_scaling.factor"),
     ('"layers": [1, ' + "9" * 5000 + "]", "layers[1]"),
     ('"\\udc80": 1', "\\udc80"),
-], ids=["nan", "5000-digits", "surrogate-key"])
+], ids=["2-53-plus-1", "5000-digits", "surrogate-key"])
 def test_a_refused_config_names_the_place_in_the_document(
     shop: Shop, fragment: str, place: str
 ) -> None:
@@ -168,3 +168,12 @@ def test_a_refused_config_names_the_place_in_the_document(
     assert_points_at(problem, "body.model_config")
     (error,) = problem["errors"]
     assert error["reason"].startswith(place + ": "), error
+
+
+def test_nan_and_infinity_where_transformers_reads_them_are_sized(shop: Shop) -> None:
+    """Nemotron-H's ``"time_step_limit": [0.0, Infinity]`` (issue 29): the body's parser reads
+    them as transformers does, the engine ignores a field it does not use."""
+    body = ('{"method": "lora", "model_config": '
+            + llama_with('"time_step_limit": [0.0, Infinity], "rope_scaling": {"factor": NaN}')
+            + "}")
+    assert post(shop, "/api/v1/estimates", body).status_code == 200

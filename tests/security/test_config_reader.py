@@ -19,9 +19,6 @@ from tests.security.catalogue import LLAMA, llama, llama_with, nested
     ('{"model_type": "llama",', "syntax", ""),
     ("[1, 2, 3]", "not_object", ""),
     ('"llama"', "not_object", ""),
-    (llama_with('"rope_theta": NaN'), "not_finite", "rope_theta"),
-    (llama_with('"rope_scaling": {"factor": -Infinity}'), "not_finite", "rope_scaling.factor"),
-    (llama_with('"x": [1, 1e400]'), "not_finite", "x[1]"),
     (llama_with('"note": 9007199254740993'), "too_large", "note"),
     (llama_with('"note": -9007199254740993'), "too_large", "note"),
     (llama_with('"note": ' + "9" * 4301), "too_large", "note"),
@@ -68,9 +65,9 @@ def test_a_file_is_utf8_with_or_without_a_byte_order_mark() -> None:
 
 def test_the_size_is_counted_in_bytes_before_anything_is_decoded() -> None:
     """A reader that stops at the limit may cut a character in two: still the size."""
-    too_big = ("{" + '"a": "' + "é" * inline_config.MAX_CONFIG_BYTES + '"}').encode()
+    too_big = ("{" + '"a": "' + "é" * inline_config.MAX_DOCUMENT_BYTES + '"}').encode()
     with pytest.raises(ConfigValueError) as refused:
-        read_config_bytes(too_big[: inline_config.MAX_CONFIG_BYTES + 1])
+        read_config_bytes(too_big[: inline_config.MAX_DOCUMENT_BYTES + 1])
     assert refused.value.problem == "size"
     with pytest.raises(ConfigValueError) as refused:
         read_config_text(too_big.decode())
@@ -78,9 +75,13 @@ def test_the_size_is_counted_in_bytes_before_anything_is_decoded() -> None:
 
 
 def test_a_parsed_document_is_held_to_the_same_bounds() -> None:
-    """The API's body arrives parsed: the same walk, and the size of its JSON."""
+    """The API's body arrives parsed: the same walk, and the size of its JSON (its NaN and
+    Infinity replaced by their text first, as the text reader keeps them)."""
     with pytest.raises(ConfigValueError, match=r"^x: numbers must be finite"):
         inline_config.check_values({"x": float("nan")})
+    kept = inline_config.replace_non_finite({"x": [float("nan"), -float("inf")]})
+    assert kept == {"x": ["NaN", "-Infinity"]}
+    inline_config.check_values(kept)
     with pytest.raises(ConfigValueError) as refused:
         inline_config.check_values({"x": 10**5000})
     assert refused.value.problem == "too_large"
@@ -93,8 +94,45 @@ def test_a_parsed_document_is_held_to_the_same_bounds() -> None:
 def test_a_shown_path_is_one_short_printable_line() -> None:
     """The keys are the stranger's: a newline or 10 KB of key must not reach a log line."""
     with pytest.raises(ConfigValueError) as refused:
-        read_config_text(json.dumps({"a\nb": float("nan")}))
+        read_config_text(json.dumps({"a\nb": 10**20}))
     assert refused.value.path == "a\\nb"
     with pytest.raises(ConfigValueError) as refused:
-        read_config_text(json.dumps({"k" * 10_000: float("nan")}))
+        read_config_text(json.dumps({"k" * 10_000: 10**20}))
     assert len(refused.value.path) == inline_config.MAX_PATH_CHARS
+
+
+def test_nan_and_infinity_are_read_as_transformers_reads_them_and_kept_as_text() -> None:
+    """Python's json (transformers' reader) accepts them; kept as text, the document stays
+    storable (PostgreSQL's jsonb) and prints as standard JSON."""
+    config = read_config_text(llama_with(
+        '"time_step_limit": [0.0, Infinity], "rope_scaling": {"factor": -Infinity}, '
+        '"x": [NaN, 1e400, -1e400]'))
+    assert config["time_step_limit"] == [0.0, "Infinity"]
+    assert config["rope_scaling"] == {"factor": "-Infinity"}
+    assert config["x"] == ["NaN", "Infinity", "-Infinity"]
+    json.dumps(config, allow_nan=False)
+
+
+def test_a_quantisation_section_is_summarised_before_the_size_is_checked() -> None:
+    layers = {f"model.layers.{i}.mlp.down_proj": {"quant_algo": "NVFP4"} for i in range(20_000)}
+    config = {**LLAMA, "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "group_size": 16,
+        "quantized_layers": layers, "exclude_modules": ["lm_head"]}}
+    text = json.dumps(config)
+    assert inline_config.MAX_CONFIG_BYTES < len(text) < inline_config.MAX_DOCUMENT_BYTES
+
+    read = read_config_text(text)
+
+    assert read["quantization_config"] == {
+        "quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "group_size": 16,
+        "quantized_layers": {"entries": 20_000}, "exclude_modules": ["lm_head"]}
+    assert {k: v for k, v in read.items() if k != "quantization_config"} == LLAMA
+
+
+def test_a_large_document_is_still_refused_outside_the_quantisation_section() -> None:
+    text = llama_with('"notes": "' + "x" * inline_config.MAX_CONFIG_BYTES + '"')
+    with pytest.raises(ConfigValueError) as refused:
+        read_config_text(text)
+    assert refused.value.problem == "size"
+    with pytest.raises(ConfigValueError, match="larger than 8 MB"):
+        read_config_text(llama_with('"notes": "' + "x" * inline_config.MAX_DOCUMENT_BYTES + '"'))

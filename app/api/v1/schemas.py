@@ -291,9 +291,12 @@ class EstimateInput(BaseModel):
 def config_within_bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
     """The bounds every surface holds a config.json to (the size is a 413, in the router): a
     422 at ``body.model_config`` whose reason names the place in the document
-    (``rope_scaling.factor: numbers must be finite ...``, without Pydantic's "Value error,"
-    prefix), and whose type names the bound (``config_too_large``)."""
+    (``layers[1]: integers must be within ...``, without Pydantic's "Value error,"
+    prefix), and whose type names the bound (``config_too_large``). NaN and Infinity, which the
+    body's JSON parser reads as transformers does, are kept as their text
+    (:func:`~app.estimates.inline_config.replace_non_finite`), as every surface keeps them."""
     if value is not None:
+        value = inline_config.replace_non_finite(value)
         try:
             inline_config.check_values(value)
         except inline_config.ConfigValueError as error:
