@@ -13,7 +13,7 @@ LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet \
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint types contracts pytest bench accuracy load faults probe clean lock image
+.PHONY: run test install lint types contracts pytest bench accuracy load faults probe clean lock image wheel
 
 # The locked versions first (every one hash-checked), then the project itself without
 # resolving anything again; `pip check` fails when pyproject.toml asks for what the lock
@@ -38,7 +38,7 @@ run: $(STAMP)
 test: $(STAMP) lint types contracts pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check app tests benchmarks migrations tools
+	$(BIN)/ruff check app tests benchmarks tools
 
 types: $(STAMP)
 	$(BIN)/mypy app tests tools benchmarks
@@ -53,6 +53,11 @@ PYTEST_WORKERS ?= auto
 pytest: $(STAMP)
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"
 	$(BIN)/pytest -q -m serial
+
+## Build the wheel into dist/: the package with its templates, static files, catalogs,
+## migrations and data (what `pip install` and the image install; tests/test_wheel.py)
+wheel: $(STAMP)
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 ## Build the service image localhost/gpu-sizer:latest: docker where a daemon answers, otherwise
 ## buildah on a Debian base made with debootstrap (root; tools/image.py, docs/operations.md)
@@ -74,7 +79,7 @@ lock:
 		-o $(DEV_LOCK)
 	$(LOCK_TOOLS)/bin/uv pip compile pyproject.toml $(LOCK_FLAGS) -c $(DEV_LOCK) -o $(LOCK)
 
-## Compare the engine with the committed calibration grid; rewrite docs/accuracy.json and the plot
+## Compare the engine with the committed calibration grid; rewrite app/web/published/accuracy.json and the plot
 accuracy: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'matplotlib>=3.8'
 	$(BIN)/python -m tools.calibrate accuracy

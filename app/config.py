@@ -32,14 +32,15 @@ from sqlalchemy.exc import ArgumentError
 
 ENV_PREFIX = "SIZER_"
 
-# Project paths. ROOT is the checkout (or /app in the Docker image, where the
-# source tree is on PYTHONPATH), so templates/, static/ and migrations/ resolve
-# without any assumption about the current working directory.
-ROOT: Path = Path(__file__).resolve().parent.parent
-APP_DIR: Path = ROOT / "app"
-TEMPLATES_DIR: Path = ROOT / "templates"
-STATIC_DIR: Path = ROOT / "static"
-MIGRATIONS_DIR: Path = ROOT / "migrations"
+# Package paths. Everything the service reads at run time is package data inside app/
+# (pyproject.toml, [tool.setuptools.package-data]), found relative to this file: the same
+# in a checkout, an editable install, an installed wheel and the image, whatever the
+# working directory. Nothing at run time reads tools/, docs/ or the checkout's root.
+APP_DIR: Path = Path(__file__).resolve().parent
+TEMPLATES_DIR: Path = APP_DIR / "templates"
+STATIC_DIR: Path = APP_DIR / "static"
+MIGRATIONS_DIR: Path = APP_DIR / "migrations"
+LOCALES_DIR: Path = APP_DIR / "locales"
 SEED_DIR: Path = APP_DIR / "catalog" / "seed"
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/sizer.db"

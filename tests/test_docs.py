@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCUMENT = ROOT / "docs" / "architecture.md"
 CITED_AS = "docs/architecture.md"
 
-SCANNED_DIRS = ("app", "tests", "tools", "migrations", "benchmarks", "templates", "docs")
+SCANNED_DIRS = ("app", "tests", "tools", "benchmarks", "docs")
 """Where code and its documents live: every module, test, tool, migration, benchmark, template
-and document (this one's own examples included) is scanned."""
+(the last three inside app/) and document (this one's own examples included) is scanned."""
 SCANNED_SUFFIXES = frozenset({".py", ".html", ".md"})
 SCANNED_FILES = ("README.md",)
 

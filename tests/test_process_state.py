@@ -27,10 +27,11 @@ from fastapi import FastAPI
 from starlette.routing import Mount
 
 from app.caches import Caches
-from app.config import ROOT, load_settings
+from app.config import APP_DIR, load_settings
 from app.main import create_app
 
-APP = ROOT / "app"
+APP = APP_DIR
+ROOT = APP_DIR.parent
 
 CONTAINER_CALLS = frozenset({
     "dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter",

@@ -17,8 +17,8 @@ import uvicorn
 
 from app.cli.database import ready_settings
 from app.config import (
+    APP_DIR,
     INSECURE_DEV_SECRET,
-    ROOT,
     ConfigurationError,
     Settings,
     exit_on_configuration_error,
@@ -104,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _reload_dirs() -> list[str]:
-    return [str(path) for path in (ROOT / "app", ROOT / "templates") if path.is_dir()]
+    return [str(APP_DIR)]
 
 
 def _positive(text: str) -> int:

@@ -1,8 +1,8 @@
 """Alembic driven from code, so no command depends on the working directory.
 
 The CLI, /readyz and the tests all build the Alembic ``Config`` here from
-``MIGRATIONS_DIR``; alembic.ini at the root only serves people who run the
-``alembic`` tool by hand.
+``MIGRATIONS_DIR`` (``app/migrations``, package data); alembic.ini at the root only serves
+people who run the ``alembic`` tool by hand from a checkout.
 """
 
 from __future__ import annotations

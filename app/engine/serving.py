@@ -85,7 +85,7 @@ RTX 3090 for Llama-3.1-8B (vllm-project/vllm#10517)."""
 NCCL_BYTES: Final = 175 * GIB // 100
 """Added non-torch memory under tensor parallelism (NCCL communicators and vLLM's custom
 all-reduce buffers), 1.75 GiB: fitted on the tensor-parallel logs of
-tools/serving/vllm_logs.json (fourteen vLLM 0.19 start-ups on 2 and 4 H100s, logged
+app/estimates/measurements/vllm_logs.json (fourteen vLLM 0.19 start-ups on 2 and 4 H100s, logged
 "non-torch forward increase memory" 2.06-2.21 GiB) as their median less :data:`NON_TORCH_BYTES`
 (tests/engine/test_serving_logs.py). The single-GPU runs beside them log 0.24-0.27 GiB, so the
 ranks' communicators cost 1.8-1.9 GiB whatever the model."""
@@ -124,7 +124,7 @@ logits (attention scores are chunked by flash attention)."""
 
 DECODE_EFFICIENCY: Final = 0.83
 """Fraction of the card's memory bandwidth a decode step achieves, calibrated on published
-single-stream measurements (median of tools/serving/decode_measurements.json at
+single-stream measurements (median of app/estimates/measurements/decode_measurements.json at
 :data:`DECODE_LAYER_OVERHEAD_S`, each case's error on the "How we calculate" page;
 tests/engine/test_serving_speed.py)."""
 DECODE_LAYER_OVERHEAD_S: Final = 27e-6
@@ -132,10 +132,10 @@ DECODE_LAYER_OVERHEAD_S: Final = 27e-6
 (norms, projections, attention, activation) that each take a few microseconds however little
 they read, even replayed from a CUDA graph (the fixed-overhead form canirunthisllm documents,
 https://canirunthisllm.com/methodology/). Fitted with :data:`DECODE_EFFICIENCY` on the 15
-published single-stream measurements of tools/serving/decode_measurements.json: the median
-of the per-layer times that reproduce each measurement at the factor, the factor the median
-at this time (a fixed point; tests/engine/test_serving_speed.py). It was an assumed 20 us;
-on the 15 measurements the fit moves the median error from 5.9 % to 3.7 % (the largest from
+published single-stream measurements of app/estimates/measurements/decode_measurements.json:
+the median of the per-layer times that reproduce each measurement at the factor, the factor
+the median at this time (a fixed point; tests/engine/test_serving_speed.py). It was an assumed
+20 us; on the 15 measurements the fit moves the median error from 5.9 % to 3.7 % (the largest from
 46 % to 40 %), on the six held before from 3.8 % to 3.5 % (the largest from 22 % to 18 %). The
 per-case times spread widely (from -73 to +106 us): llama.cpp's small models on an RTX 2080
 lose more time per token than their layers explain (sampling and the prompt, which llmfit's
@@ -144,7 +144,8 @@ TP_ALLREDUCE_S: Final = 3.5e-6
 """Latency of one all-reduce of a decode step's hidden state across tensor-parallel GPUs (two
 per layer): 3.5 us, the median of NVIDIA's aiconfigurator measurements of the custom
 all-reduce on H100 80GB HBM3 at 2 and 4 GPUs for messages of 2,048 to 16,384 fp16 elements,
-one to a few decode tokens' hidden state (tools/serving/allreduce_measurements.json, 3.2-3.8 us;
+one to a few decode tokens' hidden state
+(app/estimates/measurements/allreduce_measurements.json, 3.2-3.8 us;
 tests/engine/test_serving_speed.py). It was an assumed 10 us. NVLink figures: cards that talk
 over PCIe (L40S, RTX PRO) take longer, and no published figure for them was found, so there it
 remains an assumption."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
-from app.config import ROOT
+from app.config import SEED_DIR
 from app.engine import EngineError, ModelShape, parse_config
 from app.engine.approximate import shape_of
 from app.engine.serving import (
@@ -219,7 +219,9 @@ def serving_recommend(catalog: Catalog, request: ServingRequest, *, cache: Estim
     return sizing, tuple(sorted(found, key=_rank))
 
 
-DECODE_MEASUREMENTS = ROOT / "tools" / "serving" / "decode_measurements.json"
+MEASUREMENTS_DIR = Path(__file__).resolve().parent / "measurements"
+"""Published serving measurements, package data (``app/estimates/measurements/``)."""
+DECODE_MEASUREMENTS = MEASUREMENTS_DIR / "decode_measurements.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +249,7 @@ class DecodeCase:
 def decode_cases(path: Path = DECODE_MEASUREMENTS) -> tuple[DecodeCase, ...]:
     """Each published measurement with the engine's prediction (the seed models' configs)."""
     document = json.loads(path.read_text(encoding="utf-8"))
-    models = ROOT / "app" / "catalog" / "seed" / "models"
+    models = SEED_DIR / "models"
     cases: list[DecodeCase] = []
     for item in document["cases"]:
         config = json.loads((models / f"{item['model']}.json").read_text(encoding="utf-8"))
@@ -271,7 +273,7 @@ def decode_cases(path: Path = DECODE_MEASUREMENTS) -> tuple[DecodeCase, ...]:
     return tuple(cases)
 
 
-VLLM_LOGS = ROOT / "tools" / "serving" / "vllm_logs.json"
+VLLM_LOGS = MEASUREMENTS_DIR / "vllm_logs.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,8 +300,8 @@ def log_cases(path: Path = VLLM_LOGS) -> tuple[LogCase, ...]:
     document = json.loads(path.read_text(encoding="utf-8"))
     cases: list[LogCase] = []
     for item in document["cases"]:
-        config_path = item["config"] or f"app/catalog/seed/models/{item['model']}.json"
-        config = {**json.loads((ROOT / config_path).read_text(encoding="utf-8")),
+        config_path = SEED_DIR / "models" / (item["config"] or f"{item['model']}.json")
+        config = {**json.loads(config_path.read_text(encoding="utf-8")),
                   **item["config_overrides"]}
         shape = shape_of(config)
         layout = kv_layout(config, shape)

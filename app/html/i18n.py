@@ -19,7 +19,6 @@ from contextlib import AbstractContextManager
 from datetime import date, datetime
 from decimal import Context, Decimal, getcontext, localcontext
 from functools import lru_cache
-from pathlib import Path
 
 from babel import Locale, UnknownLocaleError
 from babel.dates import format_date as babel_format_date
@@ -28,9 +27,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_currency, format_decimal
 
-from app.config import APP_DIR
+from app.config import LOCALES_DIR
 
-LOCALES_DIR: Path = APP_DIR / "locales"
 LOCALE_COOKIE = "lang"
 GB = 10**9
 

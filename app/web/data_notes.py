@@ -3,10 +3,10 @@
 "How we calculate" shows two kinds of English notes kept with the data they explain: why a
 published training figure is not counted (``excluded`` in
 ``tools/calibrate/external/figures.json``) and why a vLLM start-up log's weights are not held
-to our figure (``weights_check_skipped`` in ``tools/serving/vllm_logs.json``). Each is marked
-here as a message, so that extraction puts it in the catalogs and the German page shows its
-translation (``translated()`` in the template). Data with a new note needs the note added here
-and translated: tests/web/test_how_we_calculate.py fails until it is.
+to our figure (``weights_check_skipped`` in ``app/estimates/measurements/vllm_logs.json``).
+Each is marked here as a message, so that extraction puts it in the catalogs and the German
+page shows its translation (``translated()`` in the template). Data with a new note needs the
+note added here and translated: tests/web/test_how_we_calculate.py fails until it is.
 """
 
 from __future__ import annotations

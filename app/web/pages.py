@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.config import ROOT, STATIC_DIR, Settings
+from app.config import STATIC_DIR, Settings
 from app.engine.documentation import TERMS
 from app.engine.estimate import ENGINE_VERSION
 from app.engine.model_types import SUPPORTED_MODEL_TYPES
@@ -21,9 +21,12 @@ from app.web.method_terms import TERM_TEXTS
 
 router = APIRouter(include_in_schema=False)
 
-ACCURACY_JSON = ROOT / "docs" / "accuracy.json"
+PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
+"""The results documents this page renders, package data (``app/web/published/``), written
+by ``make accuracy`` and ``python -m tools.calibrate.external``."""
+ACCURACY_JSON = PUBLISHED_DIR / "accuracy.json"
 ACCURACY_PNG = STATIC_DIR / "img" / "accuracy.png"
-EXTERNAL_JSON = ROOT / "tools" / "calibrate" / "external" / "results.json"
+EXTERNAL_JSON = PUBLISHED_DIR / "external_results.json"
 """Published GPU runs against the engine and fitcheck-llm (tools/calibrate/external/results.py)."""
 ONE_YEAR_S = 365 * 24 * 3600
 FAVICON = STATIC_DIR / "img" / "favicon.svg"

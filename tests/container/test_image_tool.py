@@ -105,9 +105,20 @@ def test_the_build_context_follows_dockerignore() -> None:
     assert image.shipped("docs/a.json", rules) and not image.shipped("docs/b.md", rules)
 
 
+def test_the_image_is_built_from_the_package_alone() -> None:
+    """The Dockerfile builds the wheel from pyproject.toml, README.md and app/, and installs the
+    lock: nothing else of the checkout travels into the build."""
+    for path in ("app/templates/base.html", "app/migrations/env.py", "pyproject.toml",
+                 "README.md", "requirements.lock"):
+        assert image.shipped(path), path
+    for path in ("tests/conftest.py", "docs/api.md", "tools/image.py", "data/sizer.db",
+                 "requirements-dev.lock", "app/web/__pycache__/pages.cpython-311.pyc"):
+        assert not image.shipped(path), path
+
+
 # Every file under the checkout that the service opens while serving its pages must travel into
-# the image: "How we calculate" reads results documents under docs/ and tools/ (a page that
-# read one left out answered 500 in the container, twice).
+# the image, and all of them are package data inside app/ (a page that read a results document
+# under docs/ or tools/ answered 500 in the container, twice; the wheel has only app/).
 PAGES = ["/", "/?model=llama-3.1-8b&method=qlora", "/how-we-calculate", "/healthz", "/readyz",
          "/quote?item=gpu:rtx-pro-6000&model=llama-3.1-8b&method=lora&batch=1&seq=2048"]
 
@@ -131,5 +142,6 @@ def test_every_file_the_pages_read_is_in_the_image(client: TestClient) -> None: 
             if path.resolve().is_relative_to(checkout)
             and not path.resolve().is_relative_to(checkout / ".venv")
             and "__pycache__" not in path.parts}  # bytecode: written here, never shipped
-    assert any(path.startswith("tools/") for path in read)  # the hook saw the documents
+    assert "app/web/published/accuracy.json" in read  # the hook saw the documents
+    assert sorted(path for path in read if not path.startswith("app/")) == []
     assert sorted(path for path in read if not image.shipped(path)) == []

@@ -62,8 +62,9 @@ def test_median_absolute_error_is_at_most_three_percent() -> None:
 
 
 def test_published_accuracy_matches_the_engine_and_the_grid() -> None:
-    """docs/accuracy.json (rendered on "How we calculate" and quoted in docs/accuracy.md) must be
-    regenerated whenever the engine or the grid changes: `make accuracy`."""
+    """app/web/published/accuracy.json (rendered on "How we calculate" and quoted in
+    docs/accuracy.md) must be regenerated whenever the engine or the grid changes:
+    `make accuracy`."""
     published = json.loads(accuracy.ACCURACY_JSON.read_text(encoding="utf-8"))
     assert published == accuracy.published_document()[0]
     assert accuracy.ACCURACY_PNG.is_file()

@@ -1,6 +1,6 @@
 """The engine against published GPU runs (issue 15, point 7): a ratchet on the recorded errors.
 
-``tools/calibrate/external/results.json`` records, per source, the engine's median |error| on
+``app/web/published/external_results.json`` records, per source, the engine's median |error| on
 the published figures of ``figures.json``. These tests recompute the engine's side and hold it
 there: no source's median and not the overall median may get worse than recorded (plus a
 little slack for rounding), so the engine can only get better on what customers actually run.

@@ -90,7 +90,7 @@ def test_vllm_pads_the_sliding_layers_to_whole_groups() -> None:
     """vLLM groups Gemma 3 27B's layers ten at a time (its 10 global layers); the 52 sliding
     ones fill six groups, 8 of them padding that a request still pays for ("Add 8 padding
     layers, may waste at most 15.38% KV cache memory", vLLM 0.19.0 in
-    tools/serving/vllm_logs.json). The model's own cost per token counts no padding."""
+    app/estimates/measurements/vllm_logs.json). The model's own cost per token counts no padding."""
     layout = kv_layout(GEMMA3_27B)
     per_layer = 2 * 16 * 128 * 2
     assert layout.grouped_layers() == (10, 60, 0)

@@ -1,4 +1,4 @@
-"""The serving engine against real vLLM start-up logs (tools/serving/vllm_logs.json).
+"""The serving engine against real vLLM start-up logs (app/estimates/measurements/vllm_logs.json).
 
 Each case is a log someone posted in a public issue or pull request, with its source. For each,
 the engine is given what the log says vLLM was given (card total, utilisation, tensor parallel
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.config import SEED_DIR
 from app.engine.approximate import shape_of
 from app.engine.serving import (
     GIB,
@@ -37,17 +37,17 @@ from app.engine.serving import (
 )
 from app.engine.serving_kv import KvLayout, kv_layout
 from app.engine.serving_weights import weight_bytes
+from app.estimates.serving import VLLM_LOGS
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCUMENT = json.loads((ROOT / "tools/serving/vllm_logs.json").read_text())
+DOCUMENT = json.loads(VLLM_LOGS.read_text())
 LOGS = DOCUMENT["cases"]
 PRINTED_GIB = 0.005
 """vLLM prints GiB to two decimals."""
 
 
 def _config(case: dict[str, Any]) -> dict[str, Any]:
-    path = case["config"] or f"app/catalog/seed/models/{case['model']}.json"
-    config = json.loads((ROOT / path).read_text())
+    config = json.loads((SEED_DIR / "models" / (case["config"] or f"{case['model']}.json"))
+                        .read_text())
     return {**config, **case["config_overrides"]}
 
 

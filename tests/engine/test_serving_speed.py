@@ -1,6 +1,6 @@
 """Decode speed against published single-stream measurements.
 
-The measurements: tools/serving/decode_measurements.json.
+The measurements: app/estimates/measurements/decode_measurements.json.
 
 The engine's decode step reads the weights and the request's KV cache at the card's bandwidth
 times ``DECODE_EFFICIENCY``, plus ``DECODE_LAYER_OVERHEAD_S`` per layer. Each measurement
@@ -8,19 +8,16 @@ implies the factor that would reproduce it exactly at the per-layer time, and th
 time that would at the factor; each constant is the median of what the measurements imply at
 the other (a fixed point), and every case's error is listed by :func:`decode_cases` for the
 "How we calculate" page. The tensor-parallel all-reduce is the median of measured all-reduce
-latencies (tools/serving/allreduce_measurements.json).
+latencies (app/estimates/measurements/allreduce_measurements.json).
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 
 from app.engine.serving import DECODE_EFFICIENCY, DECODE_LAYER_OVERHEAD_S, TP_ALLREDUCE_S
-from app.estimates.serving import decode_cases
-
-ROOT = Path(__file__).resolve().parents[2]
+from app.estimates.serving import MEASUREMENTS_DIR, decode_cases
 
 
 def test_at_least_six_published_measurements_with_sources() -> None:
@@ -55,7 +52,7 @@ def test_layer_overhead_is_the_median_of_the_times_the_measurements_imply() -> N
 
 
 def test_allreduce_is_the_median_of_measured_latencies() -> None:
-    document = json.loads((ROOT / "tools/serving/allreduce_measurements.json").read_text())
+    document = json.loads((MEASUREMENTS_DIR / "allreduce_measurements.json").read_text())
     assert document["source"].startswith("https://github.com/")
     latencies = [case["latency_ms"] / 1000 for case in document["cases"]]
     assert len(latencies) >= 6 and {case["num_gpus"] for case in document["cases"]} == {2, 4}

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
-from app.config import ROOT
 from app.engine.documentation import TERMS, Value
+from app.estimates.serving import VLLM_LOGS
 from app.html import i18n
 from app.web import pages
 from app.web.data_notes import EXCLUSION_REASONS, SERVING_WEIGHT_NOTES
@@ -75,7 +75,7 @@ def test_every_note_kept_with_the_published_measurements_is_translated() -> None
     german = i18n.translations("de")
     reasons = {case["excluded"] for case in _external()["cases"] if case["excluded"]}
     assert reasons and reasons <= set(EXCLUSION_REASONS)
-    logs = json.loads((ROOT / "tools" / "serving" / "vllm_logs.json").read_text("utf-8"))
+    logs = json.loads(VLLM_LOGS.read_text("utf-8"))
     notes = {case["weights_check_skipped"] for case in logs["cases"]
              if case.get("weights_check_skipped")}
     assert notes <= set(SERVING_WEIGHT_NOTES)

@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="print the grid's case ids")
     sub.add_parser(
         "accuracy",
-        help="compare the engine with the committed grid; write docs/accuracy.json and "
-        "static/img/accuracy.png (needs matplotlib, not torch)",
+        help="compare the engine with the committed grid; write "
+        "app/web/published/accuracy.json and app/static/img/accuracy.png "
+        "(needs matplotlib, not torch)",
     )
 
     a = p.parse_args(argv)

@@ -2,8 +2,8 @@
 
 Standard library and ``app.engine`` only (no torch), so the test suite runs the same
 comparison the page publishes: ``tests/engine/test_calibration.py`` enforces the targets and
-checks that ``docs/accuracy.json`` is current. The plot needs matplotlib (the ``calibrate``
-extra); ``python -m tools.calibrate accuracy`` regenerates both files.
+checks that ``app/web/published/accuracy.json`` is current. The plot needs matplotlib (the
+``calibrate`` extra); ``python -m tools.calibrate accuracy`` regenerates both files.
 
 What is compared, per case: the engine's weights + adapter + gradients + optimizer states +
 activations for one GPU (its breakdown without the CUDA overhead terms) against the measured
@@ -45,8 +45,8 @@ CPU_ONLY_CASES: dict[str, str] = {
         "tiny-gpt2_lora_r16-all-linear-do0.05_b2_s512_sdpa_nogc_real",
     )
 }
-ACCURACY_JSON = ROOT / "docs" / "accuracy.json"
-ACCURACY_PNG = ROOT / "static" / "img" / "accuracy.png"
+ACCURACY_JSON = ROOT / "app" / "web" / "published" / "accuracy.json"
+ACCURACY_PNG = ROOT / "app" / "static" / "img" / "accuracy.png"
 ACCURACY_PAGE = ROOT / "docs" / "accuracy.md"
 """The accuracy page the block between the markers is written into (the README's until the
 README was cut to what a newcomer needs, issue 14)."""
@@ -221,7 +221,7 @@ def accuracy_document(
     grid: Mapping[str, Any], rows: Sequence[CaseComparison],
     heldout: Mapping[str, Any] | None = None, heldout_rows: Sequence[CaseComparison] = (),
 ) -> dict[str, Any]:
-    """What ``docs/accuracy.json`` holds and the "How we calculate" page renders."""
+    """What ``app/web/published/accuracy.json`` holds and the "How we calculate" page renders."""
     document = {
         "engine_version": ENGINE_VERSION,
         "grid": str(GRID_PATH.relative_to(ROOT)),

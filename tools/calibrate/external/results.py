@@ -1,9 +1,10 @@
 """The committed results of the external comparison (issue 15, points 6 and 7).
 
 ``compare.py`` runs the engine (and, with ``--fitcheck``, the fitcheck-llm peer) on every
-published figure; this module writes what it finds to ``results.json`` next to it, and the
-same numbers as the generated block of ``docs/accuracy.md``. The "How we calculate" page
-(``app/web/pages.py``) renders ``results.json``, and ``tests/engine/test_external_validation.py``
+published figure; this module writes what it finds to
+``app/web/published/external_results.json`` (package data), and the same numbers as the
+generated block of ``docs/accuracy.md``. The "How we calculate" page (``app/web/pages.py``)
+renders that document, and ``tests/engine/test_external_validation.py``
 holds the engine to it: its medians may only get better.
 
 fitcheck-llm is not a dependency: it is run once from a throwaway venv and its numbers are
@@ -31,7 +32,8 @@ from typing import Any
 from app.engine.estimate import ENGINE_VERSION
 from tools.calibrate.external.compare import FIGURES, GB, REPO, Case, _catalog_configs, run_case
 
-RESULTS = FIGURES.parent / "results.json"
+RESULTS = REPO / "app" / "web" / "published" / "external_results.json"
+"""Package data: the "How we calculate" page renders it (``app/web/pages.py``)."""
 ACCURACY_PAGE = REPO / "docs" / "accuracy.md"
 BLOCK_START = "<!-- external:start (written by `python -m tools.calibrate.external.results`) -->"
 BLOCK_END = "<!-- external:end -->"
@@ -85,7 +87,7 @@ def _case(case: Case) -> dict[str, Any]:
 
 
 def document(cases: Sequence[Case], peer_version: str | None) -> dict[str, Any]:
-    """What ``results.json`` holds."""
+    """What ``external_results.json`` holds."""
     return {
         "about": "Engine (and fitcheck-llm) against published GPU peak-memory figures "
                  "(figures.json); error = (estimate - reported) / reported, negative = "
@@ -103,7 +105,7 @@ def document(cases: Sequence[Case], peer_version: str | None) -> dict[str, Any]:
 
 
 def with_recorded_peer(cases: Iterable[Case], recorded: Mapping[str, Any]) -> list[Case]:
-    """Cases with the peer's numbers taken from an earlier results.json (by case id)."""
+    """Cases with the peer's numbers taken from an earlier external_results.json (by case id)."""
     by_id = {row["id"]: row for row in recorded.get("cases", ())}
     out = []
     for case in cases:
