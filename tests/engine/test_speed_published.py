@@ -1,0 +1,49 @@
+"""Training speed against published throughput measurements.
+
+The measurements, sources and cards: app/estimates/measurements/published_speed.json.
+
+Each case is the job as its source ran it (card, framework, model, method, batch, sequence,
+checkpointing, GPUs); the engine's tokens per second is compared with the measured figure and
+the error of every case is part of the test report (and of /how-we-calculate). The cases the
+file holds (``held``) must each be within 20 % and their median within 10 %; the cases it
+lists but does not hold (a trainer in PyTorch's deterministic mode) must run slower than the
+engine's figure, which is why they are not held.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from app.estimates.speed_cases import SpeedCase, published_cases
+
+CASES = published_cases()
+HELD = [case for case in CASES if case.held]
+
+
+def test_at_least_ten_cases_from_three_sources_on_three_cards() -> None:
+    assert len(CASES) >= 10
+    assert len({case.source for case in CASES}) >= 3
+    assert len({case.card for case in CASES}) >= 3
+    assert len(HELD) >= 10
+    for case in CASES:
+        assert case.source_url.startswith("https://github.com/")
+
+
+@pytest.mark.parametrize("case", HELD, ids=[case.id for case in HELD])
+def test_each_held_case_within_20_percent(case: SpeedCase) -> None:
+    print(f"{case.id}: measured {case.measured_tokens_per_s:,.0f} tokens/s, "
+          f"predicted {case.predicted_tokens_per_s:,.0f}, error {case.error:+.1%}")
+    assert abs(case.error) <= 0.20
+
+
+def test_median_error_of_the_held_cases_within_10_percent() -> None:
+    assert statistics.median(abs(case.error) for case in HELD) <= 0.10
+
+
+def test_the_cases_not_held_ran_slower_than_the_engine_predicts() -> None:
+    listed = [case for case in CASES if not case.held]
+    assert listed
+    for case in listed:
+        assert case.error > 0
