@@ -16,10 +16,11 @@ from app.cli.estimate import (
     load_catalog,
     read_config,
 )
-from app.engine.serving import KV_DTYPES, RUNTIMES, ServingJob, ServingResult
+from app.engine.serving import KV_DTYPES, MIN_TOKENS_PER_S, RUNTIMES, ServingJob, ServingResult
 from app.engine.serving_weights import WEIGHT_FORMATS
 from app.estimates import serving
 from app.estimates.service import EstimateCache
+from app.estimates.serving import PUBLISHED
 
 GB = 10**9
 
@@ -27,8 +28,10 @@ GB = 10**9
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `serving` command's options."""
     add_model_arguments(parser)
-    parser.add_argument("--weights", choices=WEIGHT_FORMATS, default="bf16",
-                        help="the checkpoint's format (default: bf16)")
+    parser.add_argument("--weights", choices=(PUBLISHED, *WEIGHT_FORMATS), default=PUBLISHED,
+                        help="the checkpoint's format (default: published, the format its "
+                        "config.json's quantization_config names, such as MXFP4 for gpt-oss "
+                        "and FP8 for DeepSeek-V3; 16-bit when it names none)")
     parser.add_argument("--kv-cache", choices=KV_DTYPES, default="auto",
                         help="the KV cache's dtype (auto: the model's 16-bit dtype)")
     parser.add_argument("--context", type=int, default=8192,
@@ -44,21 +47,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                         help="vLLM's prefill budget per step (default: by card size, 8192 on "
                         "cards of 70 GiB or more, else 2048)")
+    parser.add_argument("--min-tokens-per-s", type=float, default=MIN_TOKENS_PER_S,
+                        metavar="N", help="the speed floor: a card serves the load only if "
+                        "every user decodes at least N tokens per second, and its most users "
+                        "count up to it (default: 10; 0: memory alone)")
     add_card_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     config = read_config(args.model_config) if args.model_config else None
+    published = args.weights == PUBLISHED
     job = ServingJob(
-        weights=args.weights, kv_cache=args.kv_cache, context=args.context,
+        weights="bf16" if published else args.weights, kv_cache=args.kv_cache, context=args.context,
         concurrency=args.concurrency, gpus=args.gpus, runtime=args.runtime,
         gpu_memory_utilization=args.gpu_memory_utilization,
         max_num_batched_tokens=args.max_num_batched_tokens,
+        min_tokens_per_s=args.min_tokens_per_s,
     )
     request = serving.ServingRequest(
         job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu),
-        gpu_memory_bytes=custom_memory(args),
+        gpu_memory_bytes=custom_memory(args), published_weights=published,
     )
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as one
     # line naming the field and exits 2.
@@ -86,6 +95,8 @@ def format_table(result: ServingResult) -> str:
         f"engine {result.engine_version}  {result.model_type}{fidelity}  "
         f"runtime {result.runtime}  "
         f"params {result.params.total:,}  active {result.params.active:,}",
+        f"weights {result.weights}"
+        + (" (as published)" if result.weights_as_published else ""),
         f"KV cache per token per GPU: {result.kv_cache_bytes_per_token:,} bytes; "
         f"per request {_gb(result.kv_cache_bytes_per_request)} GB",
         "",

@@ -72,6 +72,7 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     # a serving job (app/engine/serving.py)
     "format_needs_card": "%(format)s needs %(needs)s",
     "utilization_range": "must be above 0 and at most 1",
+    "speed_floor_range": "must be a number from 0 to %(max)s tokens per second",
     # a card (app/engine/capabilities.py)
     "compute_capability_format": "expected 'major.minor', got %(value)s",
 }

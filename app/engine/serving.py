@@ -164,6 +164,13 @@ user with its card and prompt length stated was found to fit the fraction on."""
 MAX_CONTEXT: Final = 1 << 24
 MAX_CONCURRENCY: Final = 65_536
 MAX_GPUS: Final = 64
+MIN_TOKENS_PER_S: Final = 10.0
+"""The default speed floor: decode tokens per second every user must get for a card to count
+as serving the load (issue 27, point 6). About reading speed with room to spare (English prose
+is read at roughly 4-6 tokens per second), and the pace the chat services' slowest tiers are
+held to; below it a chat answer visibly stalls."""
+MAX_MIN_TOKENS_PER_S: Final = 10_000
+"""The largest floor a job may ask for (no card decodes faster per user)."""
 
 
 class ServingError(EngineError):
@@ -186,6 +193,9 @@ class ServingJob:
     """None: vLLM's default for the card's size."""
     max_num_seqs: int | None = None
     """None: vLLM's default for the card's size (what its sampler profile runs over)."""
+    min_tokens_per_s: float = MIN_TOKENS_PER_S
+    """The speed floor: a card serves the load only if every user decodes at least this many
+    tokens per second, and ``max_concurrency`` counts users up to it (0: memory alone)."""
 
     @property
     def kv_dtype_bytes(self) -> int:
@@ -277,6 +287,12 @@ class ServingResult:
     levers: tuple[ServingLever, ...]
     assumptions: tuple[str, ...]
     assumption_items: tuple[ServingAssumption, ...] = field(default=())
+    weights: str = "bf16"
+    """The weights' format the estimate used."""
+    weights_as_published: bool = False
+    """True when ``weights`` is the checkpoint's published format, read from its config
+    (``serving_weights.published_format``; 16-bit where it names none), not a format asked
+    for."""
 
     def to_dict(self) -> dict[str, object]:
         """The JSON document ``sizer serving`` prints and the API returns."""
@@ -295,6 +311,9 @@ FP4_WEIGHT_ONLY_WARNING: Final = (
     "bandwidth but run as weight-only FP4 (Marlin), with no FP4 compute")
 UNIFIED_WARNING: Final = (
     "unified memory: the operating system shares it; gpu_memory_utilization is capped at 0.85")
+BELOW_SPEED_FLOOR_WARNING: Final = (
+    "too slow for this load: each user would decode fewer tokens per second than the speed "
+    "floor asks")
 GRAPH_HEADROOM_WARNING: Final = (
     "the headroom left by gpu_memory_utilization is smaller than the CUDA context and graphs "
     "vLLM captures after the KV cache; start-up may run out of memory (lower the utilisation "
@@ -362,6 +381,7 @@ def serving_estimate(shape: ModelShape, layout: KvLayout, job: ServingJob,
         assumptions=tuple(SERVING_ASSUMPTION_TEXTS[key] % values if values
                           else SERVING_ASSUMPTION_TEXTS[key] for key, values in items),
         assumption_items=items,
+        weights=job.weights,
     )
 
 
@@ -387,6 +407,11 @@ def validate(job: ServingJob) -> None:
     utilization = job.gpu_memory_utilization
     if utilization is not None and not 0 < utilization <= 1:
         raise ServingError("gpu_memory_utilization", "utilization_range")
+    floor = job.min_tokens_per_s
+    if (isinstance(floor, bool) or not isinstance(floor, int | float) or floor != floor
+            or not 0 <= floor <= MAX_MIN_TOKENS_PER_S):
+        raise ServingError("min_tokens_per_s", "speed_floor_range",
+                           max=MAX_MIN_TOKENS_PER_S)
     if job.runtime == "llama.cpp" and job.weights not in GGUF_FORMATS | {"bf16", "fp16"}:
         raise ServingError("weights", "format_needs_card", format=job.weights,
                            needs="a GGUF file or 16-bit weights on llama.cpp")
@@ -520,24 +545,57 @@ def _fit(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu,
     tokens = capacity // page * BLOCK_TOKENS if page else 0
     request = _request_bytes(layout, job, b.batched)
     need = request * job.concurrency
-    max_concurrency = capacity // request if request else MAX_CONCURRENCY
+    by_memory = min(capacity // request if request else MAX_CONCURRENCY, MAX_CONCURRENCY)
+    max_concurrency = _users_at_floor(shape, layout, job, gpu, b.weights, by_memory)
     limit = shape.max_positions or MAX_CONTEXT
     max_context = _longest_context(layout, job, capacity, b.batched, max(limit, job.context))
-    fits = b.available > 0 and need <= capacity
+    speed = decode_speed(shape, layout, job, gpu, weights_total=b.weights)
+    fits = (b.available > 0 and need <= capacity
+            and (speed is None or speed.per_request >= job.min_tokens_per_s))
     breakdown = ServingBreakdown(
         weights=b.weights, activations=b.activations, cuda_graphs=b.graphs, overhead=b.overhead,
         kv_cache=need, total=b.weights + b.activations + b.graphs + b.overhead + need)
     return ServingFit(
         gpu=gpu.slug, name=gpu.name, usable_bytes=gpu.total_bytes, budget_bytes=b.budget,
         kv_cache_capacity_bytes=capacity, kv_cache_capacity_tokens=tokens,
-        max_concurrency=min(max_concurrency, MAX_CONCURRENCY), max_context=max_context,
+        max_concurrency=max_concurrency, max_context=max_context,
         fits=fits,
-        decode_tokens_per_s=decode_speed(shape, layout, job, gpu, weights_total=b.weights),
+        decode_tokens_per_s=speed,
         prefill_tokens_per_s=prefill_speed(shape, job, gpu),
         per_gpu_bytes=breakdown,
         max_num_batched_tokens=b.batched, gpu_memory_utilization=round(b.utilization, 4),
-        warnings=_card_warnings(job, gpu, b, shape),
+        warnings=_card_warnings(job, gpu, b, shape) + (
+            (BELOW_SPEED_FLOOR_WARNING,) if speed is not None
+            and speed.per_request < job.min_tokens_per_s else ()),
     )
+
+
+def _users_at_floor(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: ServingGpu,
+                    weights_total: int, by_memory: int) -> int:
+    """The most users (up to ``by_memory``, what the KV pool holds) that each still decode at
+    ``job.min_tokens_per_s``: per-user speed falls as users are added (each step reads more
+    KV cache and more experts), so the answer is found by bisection. A card of unknown
+    bandwidth, or a floor of 0, counts memory alone."""
+    if job.min_tokens_per_s <= 0 or not gpu.memory_bandwidth_gbps or by_memory < 1:
+        return by_memory
+
+    def fast_enough(users: int) -> bool:
+        speed = decode_speed(shape, layout, replace(job, concurrency=users), gpu,
+                             weights_total=weights_total)
+        return speed is None or speed.per_request >= job.min_tokens_per_s
+
+    if fast_enough(by_memory):
+        return by_memory
+    if not fast_enough(1):
+        return 0
+    low, high = 1, by_memory
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fast_enough(middle):
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _longest_context(layout: KvLayout, job: ServingJob, capacity: int, batched: int,
@@ -659,6 +717,9 @@ def _levers(shape: ModelShape, layout: KvLayout, job: ServingJob, gpus: Sequence
             capacity = max(0, b.available)
             request = _request_bytes(layout, changed, b.batched)
             if b.available <= 0 or request * changed.concurrency > capacity:
+                continue
+            speed = decode_speed(shape, layout, changed, gpu, weights_total=b.weights)
+            if speed is not None and speed.per_request < changed.min_tokens_per_s:
                 continue
             limit = max(shape.max_positions or MAX_CONTEXT, changed.context)
             levers.append(ServingLever(

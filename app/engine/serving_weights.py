@@ -31,8 +31,9 @@ key/value heads are replicated (each rank keeps ``max(1, kv_heads // tp)`` heads
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal, cast
 
 from app.engine.shapes import ModelShape
 
@@ -142,3 +143,63 @@ def active_weight_bytes(shape: ModelShape, fmt: WeightFormat, tp: int, batch: in
     expert_fraction = expert_share / shape.total_params
     touched = 1 - (1 - shape.experts_per_token / shape.num_experts) ** batch
     return int(total * (1 - expert_fraction * (1 - touched)))
+
+
+def published_format(config: Mapping[str, Any]) -> WeightFormat | None:
+    """The format a checkpoint is published in, read from its config.json's
+    ``quantization_config`` (a multimodal config's ``text_config`` too), as transformers and
+    vLLM read it; None when it names none we size exactly, and the model is then served in 16
+    bits.
+
+    * ``quant_method: mxfp4``: gpt-oss (``transformers/quantizers/quantizer_mxfp4.py``);
+    * ``quant_method: fp8``: DeepSeek-V3/R1, Kimi K2, MiniMax-M2 (block-wise FP8, e4m3);
+    * ``quant_method: awq`` / ``gptq`` at 4 bits, group 128 (AutoAWQ's and AutoGPTQ's default);
+    * ``quant_method: modelopt`` with ``quant_algo`` FP8 or NVFP4 (NVIDIA's ModelOpt exports);
+    * ``quant_method: compressed-tensors`` with one weight scheme: 8-bit float (FP8), 8-bit int
+      with 8-bit activations (W8A8 INT8) or 4-bit float (NVFP4). Its 4-bit integer schemes at
+      another group size (Kimi K2.5's group 32) are none of our formats and are left out.
+    """
+    quant = config.get("quantization_config")
+    text = config.get("text_config")
+    if not isinstance(quant, Mapping) and isinstance(text, Mapping):
+        quant = text.get("quantization_config")
+    if not isinstance(quant, Mapping):
+        return None
+    method = str(quant.get("quant_method", "")).lower()
+    if method in ("mxfp4", "fp8"):
+        return cast(WeightFormat, method)
+    if method in ("awq", "gptq"):
+        bits = quant.get("bits", quant.get("w_bit", 4))
+        group = quant.get("group_size", quant.get("q_group_size", GROUP_SIZE))
+        return cast(WeightFormat, method) if (bits, group) == (4, GROUP_SIZE) else None
+    if method == "modelopt":
+        algo = str(quant.get("quant_algo", "")).upper()
+        return {"FP8": "fp8", "NVFP4": "nvfp4"}.get(algo)  # type: ignore[return-value]
+    if method == "compressed-tensors":
+        return _compressed_tensors_format(quant)
+    return None
+
+
+def _compressed_tensors_format(quant: Mapping[str, Any]) -> WeightFormat | None:
+    groups = quant.get("config_groups")
+    if not isinstance(groups, Mapping) or len(groups) != 1:
+        return None
+    scheme = next(iter(groups.values()))
+    weights = scheme.get("weights") if isinstance(scheme, Mapping) else None
+    if not isinstance(weights, Mapping):
+        return None
+    kind, bits = weights.get("type"), weights.get("num_bits")
+    if kind == "float" and bits == 8:
+        return "fp8"
+    if kind == "float" and bits == 4:
+        return "nvfp4"
+    if kind == "int" and bits == 8 and isinstance(scheme.get("input_activations"), Mapping):
+        return "int8"
+    return None
+
+
+def sixteen_bit_format(config: Mapping[str, Any]) -> WeightFormat:
+    """The 16-bit format a checkpoint without a quantised format is served in: fp16 when its
+    config says float16 (``torch_dtype``, or ``dtype`` in transformers 5), bf16 otherwise."""
+    dtype = config.get("torch_dtype", config.get("dtype"))
+    return "fp16" if dtype == "float16" else "bf16"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
 from app.config import SEED_DIR
@@ -31,7 +31,7 @@ from app.engine.serving import (
 )
 from app.engine.serving import serving_estimate as engine_serving_estimate
 from app.engine.serving_kv import KvLayout, kv_layout
-from app.engine.serving_weights import weight_bytes
+from app.engine.serving_weights import published_format, sixteen_bit_format, weight_bytes
 from app.errors import InvalidInput
 from app.estimates.service import (
     CUSTOM_COMPUTE_CAPABILITY,
@@ -55,6 +55,31 @@ class ServingRequest:
     gpu_memory_bytes: int | None = None
     """An ad-hoc card of this driver-reported total instead of catalog cards ("custom")."""
     with_levers: bool = True
+    published_weights: bool = False
+    """Serve the weights in the checkpoint's published format (``PUBLISHED``, every surface's
+    default) instead of ``job.weights``: :func:`resolved_job`."""
+
+
+PUBLISHED: Final = "published"
+"""The weights choice "as published" on every surface (page, API, CLI)."""
+WeightChoice = Literal["published", "bf16", "fp16", "fp8", "int8", "awq", "gptq", "nvfp4",
+                       "mxfp4", "gguf-q4_k_m", "gguf-q8_0"]
+"""What a surface takes for the weights: ``published`` or a format (``WEIGHT_FORMATS``; a test
+holds the two to the same formats)."""
+
+
+def resolved_job(config: Mapping[str, Any], request: ServingRequest) -> ServingJob:
+    """The job as it is sized: with ``published_weights``, the weights in the format the
+    checkpoint is published in (its ``quantization_config``: MXFP4 for gpt-oss, FP8 for
+    DeepSeek-V3/R1 and Kimi K2), 16-bit when it names none or when the runtime cannot load it
+    (llama.cpp takes GGUF files or 16-bit weights)."""
+    job = request.job
+    if not request.published_weights:
+        return job
+    fmt = published_format(config) or sixteen_bit_format(config)
+    if job.runtime == "llama.cpp" and fmt not in ("bf16", "fp16"):
+        fmt = sixteen_bit_format(config)
+    return replace(job, weights=fmt)
 
 
 def serving_gpu(record: GpuRecord) -> ServingGpu:
@@ -76,8 +101,10 @@ def custom_gpu(total_bytes: int) -> ServingGpu:
                       compute_capability=CUSTOM_COMPUTE_CAPABILITY)
 
 
-def resolve_model(catalog: Catalog, request: ServingRequest) -> tuple[ModelShape, KvLayout]:
-    """The model's shape and KV layout. Raises NotFound / InvalidInput naming the field."""
+def resolve_model(catalog: Catalog, request: ServingRequest
+                  ) -> tuple[ModelShape, KvLayout, ServingJob]:
+    """The model's shape and KV layout, and the job as it is sized (:func:`resolved_job`).
+    Raises NotFound / InvalidInput naming the field."""
     if (request.model_slug is None) == (request.model_config is None):
         raise InvalidInput("give either a catalog model slug or a config.json object",
                            field="model")
@@ -87,7 +114,7 @@ def resolve_model(catalog: Catalog, request: ServingRequest) -> tuple[ModelShape
         config = request.model_config or {}
     try:
         shape = shape_of(config)
-        return shape, kv_layout(config, shape)
+        return shape, kv_layout(config, shape), resolved_job(config, request)
     except EngineError as error:
         raise engine_invalid(error, field=f"model_config.{error.field}") from error
 
@@ -99,12 +126,13 @@ def _gpus(catalog: Catalog, request: ServingRequest) -> list[ServingGpu]:
 
 
 def _compute(catalog: Catalog, request: ServingRequest) -> ServingResult:
-    shape, layout = resolve_model(catalog, request)
+    shape, layout, job = resolve_model(catalog, request)
     try:
-        return engine_serving_estimate(shape, layout, request.job, _gpus(catalog, request),
-                                       with_levers=request.with_levers)
+        result = engine_serving_estimate(shape, layout, job, _gpus(catalog, request),
+                                         with_levers=request.with_levers)
     except EngineError as error:
         raise engine_invalid(error) from error
+    return replace(result, weights_as_published=request.published_weights)
 
 
 def serving_estimate(catalog: Catalog, request: ServingRequest, *,
@@ -157,19 +185,19 @@ def serving_system_job(job: ServingJob, gpu_count: int) -> ServingJob:
     return replace(job, gpus=gpu_count)
 
 
-def _system_fit(shape: ModelShape, layout: KvLayout, request: ServingRequest,
+def _system_fit(shape: ModelShape, layout: KvLayout, sized: ServingJob,
                 system: SystemRecord, gpu: GpuRecord) -> ServingSystemFit:
-    """The serving job on one system: the model split over its cards
-    (:func:`serving_system_job`)."""
-    job = serving_system_job(request.job, system.gpu_count)
+    """The serving job (as sized, :func:`resolved_job`) on one system: the model split over its
+    cards (:func:`serving_system_job`)."""
+    job = serving_system_job(sized, system.gpu_count)
     found = engine_serving_estimate(shape, layout, job, [serving_gpu(gpu)],
                                     with_levers=False).fits[0]
     return ServingSystemFit(system=system, gpu=gpu, gpus=system.gpu_count, fit=found)
 
 
 def _system_fits(catalog: Catalog, request: ServingRequest) -> tuple[ServingSystemFit, ...]:
-    shape, layout = resolve_model(catalog, request)
-    return system_rows(catalog, request, partial(_system_fit, shape, layout, request))
+    shape, layout, job = resolve_model(catalog, request)
+    return system_rows(catalog, request, partial(_system_fit, shape, layout, job))
 
 
 @dataclass(frozen=True, slots=True)

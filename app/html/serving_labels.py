@@ -10,7 +10,8 @@ from typing import Final
 from app.html.forms import N_
 
 WEIGHT_LABELS: Final = {
-    "bf16": N_("bf16 (as released)"), "fp16": N_("fp16"),
+    "published": N_("As published (the checkpoint's own format; 16-bit when it names none)"),
+    "bf16": N_("bf16"), "fp16": N_("fp16"),
     "fp8": N_("FP8 (8-bit weights and activations)"), "int8": N_("INT8 (W8A8)"),
     "awq": N_("AWQ 4-bit (group 128)"), "gptq": N_("GPTQ 4-bit (group 128)"),
     "nvfp4": N_("NVFP4 (4-bit, Blackwell)"), "mxfp4": N_("MXFP4 (4-bit experts, as gpt-oss)"),
@@ -28,6 +29,7 @@ FIELD_LABELS: Final = {
     "context": N_("Context per user (tokens)"), "users": N_("Concurrent users"),
     "gpus": N_("GPUs per model (tensor parallel)"), "runtime": N_("Serving runtime"),
     "gpu": N_("Card to check"),
+    "speed": N_("Minimum tokens/s per user"),
 }
 """Each Serve field's label: beside the control, and before its error wherever the field is
 refused away from the form (a quote link with a bad value)."""

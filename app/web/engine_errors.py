@@ -55,6 +55,7 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
     "format_needs_card": N_("%(format)s weights do not run there: llama.cpp takes GGUF files "
                             "or 16-bit weights."),
     "utilization_range": N_("Enter a fraction above 0 and at most 1."),
+    "speed_floor_range": N_("Enter a number of tokens per second from 0 to %(max)s."),
     "config_not_object": N_("A config.json is a JSON object ({...})."),
     "config_missing": N_("%(field)s is missing from the config.json."),
     "model_type_unsupported": N_("The model type %(value)s is not supported (supported: "

@@ -17,25 +17,30 @@ from app.engine.serving import (
     MAX_CONCURRENCY,
     MAX_CONTEXT,
     MAX_GPUS,
+    MAX_MIN_TOKENS_PER_S,
+    MIN_TOKENS_PER_S,
     RUNTIMES,
     KvDtype,
     Runtime,
     ServingJob,
 )
 from app.engine.serving_weights import WEIGHT_FORMATS, WeightFormat
-from app.estimates.serving import ServingRequest
+from app.estimates.serving import PUBLISHED, ServingRequest
 from app.html import forms
 from app.html.forms import FieldErrors
 
 DEFAULT_MODEL: Final = "llama-3.1-8b"
-DEFAULTS: Final = {"weights": "bf16", "kv": "auto", "context": 8192, "users": 1, "gpus": 1,
-                   "runtime": "vllm"}
+DEFAULT_SPEED: Final = int(MIN_TOKENS_PER_S)
+DEFAULTS: Final = {"weights": PUBLISHED, "kv": "auto", "context": 8192, "users": 1, "gpus": 1,
+                   "runtime": "vllm", "speed": DEFAULT_SPEED}
+WEIGHT_CHOICES: Final = (PUBLISHED, *WEIGHT_FORMATS)
 
 ADVANCED_FIELDS: Final = ("gpus", "runtime", "gpu")
-FIELDS: Final = ("model", "weights", "kv", "context", "users", "gpus", "runtime", "gpu")
+FIELDS: Final = ("model", "weights", "kv", "context", "users", "speed", "gpus", "runtime",
+                  "gpu")
 ENGINE_FIELDS: Final = {"weights": "weights", "kv_cache": "kv", "context": "context",
                         "concurrency": "users", "gpus": "gpus", "runtime": "runtime",
-                        "gpu": "gpu", "model": "model"}
+                        "gpu": "gpu", "model": "model", "min_tokens_per_s": "speed"}
 """The service's field names (the API's and the CLI's) on the form's."""
 
 
@@ -44,10 +49,12 @@ class ServeInput:
     """What the customer asked the Serve mode (defaults on first load)."""
 
     model: str = DEFAULT_MODEL
-    weights: str = "bf16"
+    weights: str = PUBLISHED
     kv: str = "auto"
     context: int = 8192
     users: int = 1
+    speed: int = DEFAULT_SPEED
+    """The speed floor: tokens per second every user must get."""
     gpus: int = 1
     runtime: str = "vllm"
     gpu: str = ""
@@ -60,6 +67,7 @@ class ServeInput:
         """The non-default fields, for a shareable URL."""
         values = {"model": self.model, "weights": self.weights, "kv": self.kv,
                   "context": str(self.context), "users": str(self.users),
+                  "speed": str(self.speed),
                   "gpus": str(self.gpus), "runtime": self.runtime, "gpu": self.gpu}
         return {key: value for key, value in values.items()
                 if key == "model" or (value and value != str(DEFAULTS.get(key, "")))}
@@ -73,17 +81,21 @@ class ServeInput:
         inputs whatever the page's defaults become."""
         values = {"model": self.model, "weights": self.weights, "kv": self.kv,
                   "context": str(self.context), "users": str(self.users),
+                  "speed": str(self.speed),
                   "gpus": str(self.gpus), "runtime": self.runtime, "gpu": self.gpu}
         return {key: value for key, value in values.items() if value}
 
     def request(self) -> ServingRequest:
+        published = self.weights == PUBLISHED
         job = ServingJob(
-            weights=cast(WeightFormat, self.weights), kv_cache=cast(KvDtype, self.kv),
+            weights=cast(WeightFormat, "bf16" if published else self.weights),
+            kv_cache=cast(KvDtype, self.kv),
             context=self.context, concurrency=self.users, gpus=self.gpus,
-            runtime=cast(Runtime, self.runtime),
+            runtime=cast(Runtime, self.runtime), min_tokens_per_s=float(self.speed),
         )
         return ServingRequest(job=job, model_slug=self.model,
-                              gpu_slugs=(self.gpu,) if self.gpu else ())
+                              gpu_slugs=(self.gpu,) if self.gpu else (),
+                              published_weights=published)
 
 
 def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
@@ -92,12 +104,14 @@ def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
     calc = ServeInput(
         model=forms.text(data, "model", errors, default=DEFAULT_MODEL, max_length=100)
         or DEFAULT_MODEL,
-        weights=forms.choice(data, "weights", errors, choices=WEIGHT_FORMATS, default="bf16"),
+        weights=forms.choice(data, "weights", errors, choices=WEIGHT_CHOICES, default=PUBLISHED),
         kv=forms.choice(data, "kv", errors, choices=KV_DTYPES, default="auto"),
         context=forms.integer(data, "context", errors, default=8192, minimum=1,
                               maximum=MAX_CONTEXT),
         users=forms.integer(data, "users", errors, default=1, minimum=1,
                             maximum=MAX_CONCURRENCY),
+        speed=forms.integer(data, "speed", errors, default=DEFAULT_SPEED, minimum=0,
+                            maximum=MAX_MIN_TOKENS_PER_S),
         gpus=forms.integer(data, "gpus", errors, default=1, minimum=1, maximum=MAX_GPUS),
         runtime=forms.choice(data, "runtime", errors, choices=RUNTIMES, default="vllm"),
         gpu=forms.text(data, "gpu", errors, max_length=100),
@@ -113,4 +127,5 @@ def engine_error_field(field: str) -> str:
 MAX_CONTEXT_FIELD: Final = MAX_CONTEXT
 MAX_USERS: Final = MAX_CONCURRENCY
 MAX_GPUS_FIELD: Final = MAX_GPUS
+MAX_SPEED_FIELD: Final = MAX_MIN_TOKENS_PER_S
 """The bounds the page shows beside its number fields (the engine's)."""

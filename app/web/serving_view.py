@@ -48,6 +48,9 @@ WARNINGS: Final = {
         "of memory."),
     engine.CONTEXT_BEYOND_MODEL_WARNING: N_(
         "The context is longer than this model was trained for."),
+    engine.BELOW_SPEED_FLOOR_WARNING: N_(
+        "Too slow for this load: each user would get fewer tokens per second than the minimum "
+        "you set."),
 }
 FORMAT_NAMES: Final = {"awq": "AWQ", "gptq": "GPTQ", "nvfp4": "NVFP4", "mxfp4": "MXFP4",
                        "gguf-q4_k_m": "GGUF Q4_K_M", "fp8": "FP8"}

@@ -19,7 +19,7 @@ from app.db.tables import QuoteRequest
 
 SERVE = "/serve?model=llama-3.1-8b&weights=awq&kv=fp8&context=32768&users=16&runtime=sglang"
 INPUTS = {"model": "llama-3.1-8b", "weights": "awq", "kv": "fp8", "context": "32768",
-          "users": "16", "gpus": "1", "runtime": "sglang"}
+          "users": "16", "speed": "10", "gpus": "1", "runtime": "sglang"}
 CONTACT = {"name": "Ada Lovelace", "company": "Analytical Engines GmbH",
            "email": "ada@example.com", "country": "DE", "quantity": "1"}
 

@@ -95,9 +95,11 @@ def serve_query(body: schemas.ServingInput) -> dict[str, str]:
     query: dict[str, str] = {
         "model": body.model or "", "weights": body.weights, "kv": body.kv_cache,
         "context": str(body.context), "users": str(body.concurrency), "gpus": str(body.gpus),
-        "runtime": body.runtime, "gpu": body.gpu[0] if len(body.gpu) == 1 else ""}
+        "runtime": body.runtime, "gpu": body.gpu[0] if len(body.gpu) == 1 else "",
+        "speed": f"{body.min_tokens_per_s:g}"}
     api_only = (body.model is None or len(body.gpu) > 1 or body.gpu_memory_utilization is not None
-                or body.max_num_batched_tokens is not None)
+                or body.max_num_batched_tokens is not None
+                or not float(body.min_tokens_per_s).is_integer())
     return {**{key: value for key, value in query.items() if value},
             **({"source": "api"} if api_only else {})}
 

@@ -36,6 +36,7 @@ from app.engine.serving_weights import WeightFormat
 from app.engine.sharding import ShardingImpl
 from app.engine.states import Accounting, Method, MoeLora, Offload, Optimizer, Quant, Sharding
 from app.estimates import inline_config, job_limits, memory_size
+from app.estimates.serving import WeightChoice
 from app.quotes.schemas import AcceptedVia, ItemKind, LineKind, QuoteStatus, Workload
 
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -470,9 +471,12 @@ class ServingInput(BaseModel):
         default=None, alias="model_config",
         description="A Hugging Face config.json object (at most 256 KB), instead of `model`.",
     )
-    weights: WeightFormat = Field(
-        default="bf16", description="The checkpoint's format: bf16, fp16, fp8 and int8 (W8A8), "
-        "awq and gptq (int4, group 128), nvfp4, mxfp4, gguf-q4_k_m, gguf-q8_0.")
+    weights: WeightChoice = Field(
+        default="published", description="The checkpoint's format: published (the default: "
+        "the format its config.json's quantization_config names, MXFP4 for gpt-oss, FP8 for "
+        "DeepSeek-V3/R1 and Kimi K2; 16-bit when it names none; the answer's `weights` and "
+        "`weights_as_published` say which), bf16, fp16, fp8 and int8 (W8A8), awq and gptq "
+        "(int4, group 128), nvfp4, mxfp4, gguf-q4_k_m, gguf-q8_0.")
     kv_cache: KvDtype = Field(default="auto",
                               description="auto (the model's 16-bit dtype), bf16, fp16, fp8.")
     context: int = Field(default=8192, ge=1, le=serving_engine.MAX_CONTEXT,
@@ -482,6 +486,12 @@ class ServingInput(BaseModel):
     gpus: int = Field(default=1, ge=1, le=serving_engine.MAX_GPUS,
                       description="GPUs the model is split over (tensor parallel).")
     runtime: Runtime = "vllm"
+    min_tokens_per_s: float = Field(
+        default=serving_engine.MIN_TOKENS_PER_S, ge=0, le=serving_engine.MAX_MIN_TOKENS_PER_S,
+        allow_inf_nan=False,
+        description="The speed floor: a card serves the load only if every request decodes "
+        "at least this many tokens per second; `max_concurrency` counts requests up to it "
+        "(0: memory alone).")
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, allow_inf_nan=False,
         description="The fraction of each card the runtime may use; default vLLM's 0.9, "
@@ -499,7 +509,8 @@ class ServingInput(BaseModel):
         "reported as gpu `custom`.")
 
     @field_validator("context", "concurrency", "gpus", "max_num_batched_tokens",
-                     "gpu_memory_utilization", "gpu_memory_bytes", mode="before")
+                     "gpu_memory_utilization", "gpu_memory_bytes", "min_tokens_per_s",
+                     mode="before")
     @classmethod
     def _numbers_only(cls, value: Any) -> Any:
         return not_a_boolean(value)
@@ -593,6 +604,10 @@ class ServingEstimate(_Out):
     fits: list[ServingFit]
     levers: list[ServingLever]
     assumptions: list[str]
+    weights: WeightFormat = Field(description="The weights' format the estimate used.")
+    weights_as_published: bool = Field(
+        description="True when `weights` is the checkpoint's published format (asked as "
+        "`published`, the default), read from its config.json.")
 
 
 class ServingRecommendation(_Purchase):

@@ -61,7 +61,8 @@ def test_its_inputs_are_the_serve_page_s_link(
                 json=request_body(weights="fp8", kv_cache="fp8", gpu=["rtx-pro-6000"]))
     assert dict(parse_qsl(stored(seeded).calculator_query)) == {
         "model": "llama-3.1-8b", "weights": "fp8", "kv": "fp8", "context": "32768",
-        "users": "16", "gpus": "1", "runtime": "vllm", "gpu": "rtx-pro-6000"}
+        "users": "16", "gpus": "1", "runtime": "vllm", "gpu": "rtx-pro-6000",
+        "speed": "10"}
 
 
 def test_a_job_the_serve_page_cannot_show_whole_is_marked_as_the_api_s(
