@@ -25,6 +25,8 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "parameters (adapters) on 4-bit weights. Use method qlora.",
     "quantised_lora": "a quantised base is method qlora, not lora",
     "beyond_positions": "%(seq_len)s is beyond this model's %(max_positions)s positions",
+    "context_beyond_positions": "a context of %(context)s tokens is beyond this model's "
+    "maximum of %(max_positions)s tokens",
     "dropout_range": "must be at least 0 and below 1",
     "offload_needs_zero3": "parameter offload needs sharding zero3",
     "fsdp_needs_zero3": "sharding_impl fsdp is modelled for sharding zero3 (FULL_SHARD) only; "

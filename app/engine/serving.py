@@ -318,7 +318,6 @@ GRAPH_HEADROOM_WARNING: Final = (
     "the headroom left by gpu_memory_utilization is smaller than the CUDA context and graphs "
     "vLLM captures after the KV cache; start-up may run out of memory (lower the utilisation "
     "or use --enforce-eager)")
-CONTEXT_BEYOND_MODEL_WARNING: Final = "the context is longer than the model's positions"
 
 SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
     "approximate": "approximate: model type '%(model_type)s' is not one the engine counts "
@@ -359,8 +358,16 @@ SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
 
 def serving_estimate(shape: ModelShape, layout: KvLayout, job: ServingJob,
                      gpus: Sequence[ServingGpu], *, with_levers: bool = True) -> ServingResult:
-    """Hold a serving job against each card (``job.gpus`` of them, tensor parallel)."""
+    """Hold a serving job against each card (``job.gpus`` of them, tensor parallel).
+
+    A context beyond the model's positions is refused, as fine-tuning refuses such a
+    sequence: vLLM refuses a ``max_model_len`` above ``max_position_embeddings`` at start-up
+    ("User-specified max_model_len ... is greater than the derived max_model_len",
+    ``vllm/config``) unless told to ignore it, and the model was never trained that long."""
     validate(job)
+    if shape.max_positions is not None and job.context > shape.max_positions:
+        raise ServingError("context", "context_beyond_positions", context=job.context,
+                           max_positions=shape.max_positions)
     memo: WeightMemo = {}
     fits = tuple(_fit(shape, layout, job, gpu, memo) for gpu in gpus)
     levers = _levers(shape, layout, job, gpus, fits, memo) if with_levers else ()
@@ -619,8 +626,6 @@ def _card_warnings(job: ServingJob, gpu: ServingGpu, b: _Budget, shape: ModelSha
         warnings.append(UNIFIED_WARNING)
     if job.runtime == "vllm" and b.headroom_short:
         warnings.append(GRAPH_HEADROOM_WARNING)
-    if shape.max_positions is not None and job.context > shape.max_positions:
-        warnings.append(CONTEXT_BEYOND_MODEL_WARNING)
     return tuple(warnings)
 
 

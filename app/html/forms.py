@@ -88,9 +88,15 @@ def text(
 
 def integer(
     data: Mapping[str, str], name: str, errors: FieldErrors, *, default: int,
-    minimum: int, maximum: int,
+    minimum: int, maximum: int, blank_is_error: bool = False,
 ) -> int:
+    """The field's whole number, ``default`` when it is absent; a field sent empty is the
+    default too unless ``blank_is_error`` (a form whose every field is always sent: an
+    emptied field is a mistake to name, not a wish for the default)."""
     raw = data.get(name, "").strip()
+    if raw == "" and blank_is_error and name in data:
+        errors.add(name, N_("Enter a number from %(min)s to %(max)s."), min=minimum, max=maximum)
+        return default
     if raw == "":
         return default
     try:

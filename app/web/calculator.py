@@ -166,19 +166,22 @@ def search_models(
 
     The current model stays chosen when it matches; otherwise the first match is chosen and
     the ``models-filtered`` event makes the calculator form recalculate for it. A search that
-    finds nothing leaves the list whole and the current model chosen, and asks for no
-    recalculation: the result on screen stays what it was."""
+    finds nothing says so beside the search box, leaves the list whole and the current model
+    chosen, and asks for no recalculation: the result on screen stays what it was."""
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
     calc = CalculatorInput()
     query = q[:catalog_search.MAX_QUERY_CHARS]
     groups = sizing_page.model_groups(catalog.models, query)
     headers = {"HX-Trigger-After-Settle": "models-filtered"}
+    no_match = False
     if not groups:
         groups, headers = sizing_page.model_groups(catalog.models), {}
         if hub.is_repo_id(query.strip()):  # a Hub id: offered, chosen and sized by the form
             calc.model = query.strip()
             headers = {"HX-Trigger-After-Settle": "models-filtered"}
+        else:
+            no_match = True
     slugs = [m.slug for _, models in groups for m in models]
     if slugs and not calc.is_repo:
         calc.model = model if model in slugs else slugs[0]
@@ -186,4 +189,5 @@ def search_models(
         request, TEMPLATE, calc=calc, errors=FieldErrors(), catalog=catalog, form=form,
         sized=(None, 200) if calc.is_repo else size(catalog, calc, FieldErrors(),
                                                     cache=cached.estimates),
-        blocks=("model_options",), headers=headers, groups=groups, search=query)
+        blocks=("model_options",), headers=headers, groups=groups, search=query,
+        no_match=no_match)

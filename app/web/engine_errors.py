@@ -27,6 +27,8 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
     ),
     "beyond_positions": N_("%(seq_len)s tokens are more than this model's %(max_positions)s "
                            "positions."),
+    "context_beyond_positions": N_("A context of %(context)s tokens is more than this model's "
+                                   "maximum of %(max_positions)s tokens."),
     "dropout_range": N_("Enter a dropout of at least 0 and below 1."),
     "offload_needs_zero3": N_("Offloading the weights needs ZeRO-3 sharding."),
     "fsdp_needs_zero3": N_("FSDP is sized for ZeRO-3 (full shard) only; choose ZeRO-3 "

@@ -31,7 +31,8 @@ from app.web.serving_form import ServeInput
 router = APIRouter(include_in_schema=False)
 
 TEMPLATE = "web/serve.html"
-FRAGMENTS = ("result", "field_errors")
+FRAGMENTS = ("result", "field_errors", "verdict_bar")
+"""htmx gets the result, the field errors and the phone's verdict bar (both out of band)."""
 
 
 def size(catalog: Catalog, calc: ServeInput, errors: FieldErrors, *,

@@ -99,7 +99,10 @@ class ServeInput:
 
 
 def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
-    """Every field of the Serve form, each problem an error under the field's name."""
+    """Every field of the Serve form, each problem an error under the field's name: a number
+    out of bounds, not a whole number, or sent empty (a shared link leaves a default out; the
+    form sends every field, so an empty one was emptied, and sizing 1 user for it would
+    answer a question nobody asked: issue 30, point 3)."""
     errors = FieldErrors()
     calc = ServeInput(
         model=forms.text(data, "model", errors, default=DEFAULT_MODEL, max_length=100)
@@ -107,12 +110,13 @@ def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
         weights=forms.choice(data, "weights", errors, choices=WEIGHT_CHOICES, default=PUBLISHED),
         kv=forms.choice(data, "kv", errors, choices=KV_DTYPES, default="auto"),
         context=forms.integer(data, "context", errors, default=8192, minimum=1,
-                              maximum=MAX_CONTEXT),
+                              maximum=MAX_CONTEXT, blank_is_error=True),
         users=forms.integer(data, "users", errors, default=1, minimum=1,
-                            maximum=MAX_CONCURRENCY),
+                            maximum=MAX_CONCURRENCY, blank_is_error=True),
         speed=forms.integer(data, "speed", errors, default=DEFAULT_SPEED, minimum=0,
                             maximum=MAX_MIN_TOKENS_PER_S),
-        gpus=forms.integer(data, "gpus", errors, default=1, minimum=1, maximum=MAX_GPUS),
+        gpus=forms.integer(data, "gpus", errors, default=1, minimum=1, maximum=MAX_GPUS,
+                           blank_is_error=True),
         runtime=forms.choice(data, "runtime", errors, choices=RUNTIMES, default="vllm"),
         gpu=forms.text(data, "gpu", errors, max_length=100),
     )

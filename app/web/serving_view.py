@@ -8,10 +8,11 @@ words the engine's warnings, levers and assumptions by their keys in the custome
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Final
 from urllib.parse import urlencode
 
-from app.catalog.schemas import Catalog, ModelRecord, SystemRecord
+from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import serving as engine
 from app.engine.serving import ServingFit, ServingLever, ServingResult
 from app.estimates.serving import (
@@ -23,7 +24,7 @@ from app.estimates.serving import (
     log_cases,
 )
 from app.html.forms import N_, FieldError
-from app.web.result_view import Chart, bar_chart
+from app.web.result_view import Chart, bar_chart, system_name
 from app.web.serving_form import ServeInput
 
 SEGMENTS: Final[tuple[tuple[str, str], ...]] = (
@@ -46,8 +47,6 @@ WARNINGS: Final = {
     engine.GRAPH_HEADROOM_WARNING: N_(
         "Little room is left beside the runtime's share for CUDA graphs; start-up may run out "
         "of memory."),
-    engine.CONTEXT_BEYOND_MODEL_WARNING: N_(
-        "The context is longer than this model was trained for."),
     engine.BELOW_SPEED_FLOOR_WARNING: N_(
         "Too slow for this load: each user would get fewer tokens per second than the minimum "
         "you set."),
@@ -102,10 +101,10 @@ class ServeRow:
 
     kind: str
     slug: str
-    name: str
+    name: FieldError
     gpus: int
     fit: ServingFit
-    price_eur_net: object
+    price_eur_net: Decimal | None
     stock_status: str
     product_url: str | None
     quote_url: str
@@ -126,6 +125,7 @@ class ServeView:
     fits_any: bool
     cards: tuple[ServeRow, ...]
     systems: tuple[ServeRow, ...]
+    best: ServeRow | None
     chart: Chart
     legend: tuple[tuple[str, str, int], ...]
     assumptions: tuple[FieldError, ...]
@@ -155,10 +155,17 @@ def _warnings(fit: ServingFit) -> tuple[FieldError, ...]:
     return tuple(FieldError(WARNINGS[w]) for w in fit.warnings if w in WARNINGS)
 
 
-def _system_row(calc: ServeInput, system: SystemRecord, gpus: int, fit: ServingFit
-                ) -> ServeRow:
+def best_first(row: ServeRow) -> tuple[bool, bool, Decimal, str]:
+    """A table's order (issue 30, point 5): what serves the load first, then by price, "price
+    on request" after every price, then by slug."""
+    price = row.price_eur_net
+    return (not row.fit.fits, price is None, price or Decimal(0), row.slug)
+
+
+def _system_row(calc: ServeInput, system: SystemRecord, gpu: GpuRecord, gpus: int,
+                fit: ServingFit) -> ServeRow:
     return ServeRow(
-        kind="system", slug=system.slug, name=system.name, gpus=gpus, fit=fit,
+        kind="system", slug=system.slug, name=system_name(system, gpu), gpus=gpus, fit=fit,
         price_eur_net=system.price_eur_net, stock_status=system.stock_status,
         product_url=system.product_url, quote_url=quote_url(calc, f"system:{system.slug}"),
         recommended=False, levers=(), warnings=_warnings(fit))
@@ -170,25 +177,28 @@ def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeVie
     gpus = {gpu.slug: gpu for gpu in catalog.gpus}
     fitting = [fit for fit in result.fits if fit.fits and fit.gpu in gpus]
     best = min(fitting, key=lambda fit: (fit.usable_bytes, fit.gpu)) if fitting else None
-    cards = tuple(
-        ServeRow(kind="gpu", slug=fit.gpu, name=gpus[fit.gpu].name, gpus=calc.gpus, fit=fit,
+    cards = tuple(sorted((
+        ServeRow(kind="gpu", slug=fit.gpu, name=FieldError(gpus[fit.gpu].name), gpus=calc.gpus,
+                 fit=fit,
                  price_eur_net=gpus[fit.gpu].price_eur_net,
                  stock_status=gpus[fit.gpu].stock_status,
                  product_url=gpus[fit.gpu].product_url,
                  quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
                  recommended=best is not None and fit.gpu == best.gpu,
                  levers=_levers(result.levers, fit.gpu), warnings=_warnings(fit))
-        for fit in result.fits if fit.gpu in gpus)
-    systems = tuple(_system_row(calc, row.system, row.gpus, row.fit) for row in sizing.systems
-                    if not calc.gpu or row.gpu.slug == calc.gpu)
+        for fit in result.fits if fit.gpu in gpus), key=best_first))
+    systems = tuple(sorted((_system_row(calc, row.system, row.gpu, row.gpus, row.fit)
+                            for row in sizing.systems
+                            if not calc.gpu or row.gpu.slug == calc.gpu), key=best_first))
     fitting_systems = [row for row in systems if row.fit.fits]
+    first = min(fitting_systems, key=lambda row: (row.gpus, row.slug)) if fitting_systems \
+        else None
     if best is not None:
         verdict = FieldError(N_("%(name)s serves %(users)s users at %(context)s tokens each, "
                                 "up to %(most)s at once."),
                              {"name": gpus[best.gpu].name, "users": calc.users,
                               "context": calc.context, "most": best.max_concurrency})
-    elif fitting_systems:
-        first = min(fitting_systems, key=lambda row: (row.gpus, row.slug))
+    elif first is not None:
         verdict = FieldError(N_("No single card serves this; the %(name)s does (%(gpus)s "
                                 "cards), up to %(most)s users at once."),
                              {"name": first.name, "gpus": first.gpus,
@@ -206,6 +216,8 @@ def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeVie
         result=result, model=next((m for m in catalog.models if m.slug == calc.model), None),
         verdict=verdict, fits_any=best is not None or bool(fitting_systems), cards=cards,
         systems=systems,
+        best=next((row for row in cards if row.recommended), None) if best is not None
+        else first,
         chart=bar_chart([(label, SEGMENT_CSS[key], int(getattr(breakdown, key)))
                          for key, label in SEGMENTS], breakdown.total,
                         tuple(gpus[r.slug] for r in cards)),

@@ -27,10 +27,23 @@ _View = TypeVar("_View")
 
 
 def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:
-    """Catalog models by family (families and models sorted), filtered by a search text."""
+    """Catalog models by family, filtered by a search text: without one, families and models
+    sorted; with one, best first (``app/catalog/search.py``), each family where its best match
+    stands, so the list's first model is the one the search means."""
     chosen = catalog_search.search(models, query)
-    chosen.sort(key=lambda m: (m.family.lower(), m.params_total))
-    return [(family, list(items)) for family, items in groupby(chosen, key=lambda m: m.family)]
+    if not catalog_search.terms(query):
+        chosen.sort(key=lambda m: (m.family.lower(), m.params_total))
+        return [(family, list(items))
+                for family, items in groupby(chosen, key=lambda m: m.family)]
+    families: dict[str, list[Any]] = {}
+    for model in chosen:
+        families.setdefault(model.family, []).append(model)
+    return list(families.items())
+
+
+def derivatives(catalog: Catalog) -> frozenset[str]:
+    """The slugs of the catalog's derivatives (distills, fine-tunes), labelled in the list."""
+    return frozenset(m.slug for m in catalog.models if catalog_search.is_derivative(m))
 
 
 def size(catalog: Catalog, gpu: str, errors: FieldErrors, compute: Callable[[], _View], *,
@@ -57,16 +70,18 @@ def render_sizing(request: Request, template: str, *, calc: object, errors: Fiel
                   blocks: tuple[str, ...], status: int | None = None,
                   headers: Mapping[str, str] | None = None,
                   groups: list[tuple[str, list[Any]]] | None = None,
-                  search: str = "") -> HTMLResponse:
+                  search: str = "", no_match: bool = False) -> HTMLResponse:
     """A calculator mode's page, or for htmx its ``blocks``: the form (``calc``, its ``form``
     module's labels, bounds and ``FIELDS``, the model list), the result view and the field
-    errors. ``sized`` is what :func:`size` gave (the view and its status); ``status``, when
-    given, is sent instead (413 for a config.json too large)."""
+    errors, and ``no_match`` when a search found no model. ``sized`` is what :func:`size`
+    gave (the view and its status); ``status``, when given, is sent instead (413 for a
+    config.json too large)."""
     view, sized_status = sized
     return render(
         request, template,
         {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
          "groups": model_groups(catalog.models) if groups is None else groups,
-         "form": form, "search": search, "stock_labels": result_view.STOCK_LABELS},
+         "form": form, "search": search, "stock_labels": result_view.STOCK_LABELS,
+         "derivatives": derivatives(catalog), "no_match": no_match},
         blocks=blocks, status_code=status or sized_status, headers=headers,
     )

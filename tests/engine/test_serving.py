@@ -171,6 +171,7 @@ def test_decode_is_slower_with_more_users_but_faster_in_total() -> None:
     ("context", 0, "whole_number"), ("concurrency", 10**9, "at_most"),
     ("gpus", True, "whole_number"), ("weights", "int3", "not_one_of"),
     ("gpu_memory_utilization", 0.0, "utilization_range"),
+    ("context", 131_073, "context_beyond_positions"),  # Llama 3.1 8B: 131,072 positions
 ])
 def test_bad_jobs_are_refused_naming_the_field(field: str, value: object, key: str) -> None:
     job = ServingJob(**{field: value})  # type: ignore[arg-type]
@@ -184,7 +185,7 @@ def test_a_serving_estimate_does_the_same_work_whatever_the_layer_count() -> Non
     line events as one with 32 (within the branch allowance)."""
     base = config("llama-3.1-8b")
     deep = {**base, "num_hidden_layers": 1024}
-    job = ServingJob(context=1 << 20, concurrency=64)
+    job = ServingJob(context=131_072, concurrency=64)  # Llama 3.1's longest context
 
     def events(c: dict[str, Any]) -> int:
         shape, layout = parse_config(c), kv_layout(c)

@@ -95,3 +95,57 @@ def test_the_partner_api_searches_the_same_way(
 def test_words_keep_version_numbers_whole_and_split_names_from_numbers() -> None:
     assert search.words("Qwen/Qwen3.5-35B-A3B") == ["qwen", "qwen3.5", "35b", "a3b"]
     assert search.words(" gpt  oss ") == ["gpt", "oss"]
+
+
+def _chosen(response_text: str) -> str:
+    match = re.search(r'<option value="([^"]+)" selected>', response_text)
+    assert match, "a model is chosen"
+    return match.group(1)
+
+
+@pytest.mark.parametrize(("query", "meant"), [
+    ("llama 70b", "llama-3.3-70b"),  # was DeepSeek-R1-Distill-Llama-70B (issue 30, point 1)
+    ("llama 8b", "llama-3.1-8b"),  # was the DeepSeek 8B distill
+    ("deepseek r1", "deepseek-r1"),  # was Distill-Qwen-1.5B
+    ("Llama 3.1 8B Instruct", "llama-3.1-8b"),  # found nothing
+    ("qwen2.5 7b instruct", "qwen2.5-7b"),
+    ("gptoss", "gpt-oss-20b"),
+    ("lama 70b", "llama-3.3-70b"),
+])
+def test_the_search_chooses_the_model_people_mean(
+    client: TestClient, query: str, meant: str
+) -> None:
+    response = client.get("/models", params={"q": query, "model": "qwen3-8b"}, headers=HX)
+    assert response.status_code == 200
+    assert _chosen(response.text) == meant
+    assert response.headers["HX-Trigger-After-Settle"] == "models-filtered"
+    assert 'id="search-status"' in response.text
+    assert "No model matches" not in response.text
+
+
+@pytest.mark.parametrize(("lang", "words"), [
+    ("en", "No model matches “no such model”"),
+    ("de", "Kein Modell passt zu „no such model“"),
+])
+def test_a_search_that_finds_nothing_says_so_and_leaves_the_result(
+    client: TestClient, lang: str, words: str
+) -> None:
+    for headers in (HX, {}):  # htmx swaps the message in out of band; without it, the page
+        response = client.get("/models", params={"q": "no such model", "model": "qwen3-8b"},
+                              headers={**headers, "Accept-Language": lang})
+        assert response.status_code == 200
+        assert words in response.text
+        assert _chosen(response.text) == "qwen3-8b"
+        assert "HX-Trigger-After-Settle" not in response.headers
+
+
+@pytest.mark.parametrize(("lang", "label"), [
+    ("en", "derived from another model (a distill or fine-tune)"),
+    ("de", "von einem anderen Modell abgeleitet (destilliert oder weitertrainiert)"),
+])
+def test_derivatives_are_labelled_in_the_list(client: TestClient, lang: str, label: str) -> None:
+    response = client.get("/models", params={"q": "llama 70b"},
+                          headers={**HX, "Accept-Language": lang})
+    options = dict(re.findall(r'<option value="([^"]+)"[^>]*>([^<]*)</option>', response.text))
+    assert label in options["deepseek-r1-distill-llama-70b"]
+    assert label not in options["llama-3.3-70b"]

@@ -104,12 +104,13 @@ def decode_cursor(cursor: str) -> str:
 
 def page_of(models: Sequence[ModelRecord], *, q: str, family: str | None, cursor: str | None,
             limit: int) -> tuple[list[ModelRecord], str | None]:
-    """Models matching ``q`` (slug, Hugging Face id or family) and ``family``, by slug,
-    after the cursor's slug."""
+    """Models ``q`` finds (slug, Hugging Face id or family, as the calculator's search box
+    finds them, typos included) and ``family``, by slug, after the cursor's slug."""
     after = decode_cursor(cursor) if cursor else None
+    found = {m.slug for m in catalog_search.search(models, q)}
     chosen = sorted(
         (m for m in models
-         if catalog_search.matches(m, q)
+         if m.slug in found
          and (family is None or m.family.lower() == family.lower())
          and (after is None or m.slug > after)),
         key=lambda m: m.slug,

@@ -2,14 +2,26 @@
 // 1. Keeps aria-invalid in step with the inline error messages that htmx swaps in out of band
 //    (templates/components/forms.html): a field is invalid while one of its messages is
 //    non-empty.
-// 2. A value the browser refuses (batch 0, letters in a number) sends no htmx request, so the
-//    calculator says so itself: the field's message (data-invalid, in the page's language),
-//    aria-invalid, and the result marked out of date until the value is fixed (issue 18, 1).
+// 2. A value the browser refuses (batch 0, users 70000, letters or nothing in a number) sends
+//    no htmx request, so each sizing form (the fine-tune calculator and Serve) says so itself:
+//    the field's message (data-invalid, in the page's language), aria-invalid, and the result
+//    marked out of date until the value is fixed (issue 18, 1; issue 30, 3).
 // 3. The language links follow the address htmx pushed, so switching keeps the settings (3).
 // 4. A message marked data-focus ("Saved", a conflict) takes the focus, which scrolls it into
 //    view: a long form's answer is not left at its top while the user is at the bottom (10).
+// 5. A change asks for its result at once (a select, a radio, a checkbox) or 150 ms after the
+//    last keystroke (a number, a pasted config.json): the form's "recalc" event (issue 30, 7).
+// 6. Every error answer reaches the page (issue 30, 2): htmx swaps our 4xx and 5xx fragments
+//    like any other (templates/base.html, responseHandling); an answer that is not ours (a
+//    proxy's 502, a plain 500, no answer at all) is not swapped but said in the stale note,
+//    in the page's language, and the result is marked out of date.
+// 7. The phone's verdict bar goes stale with the form: from a change until its fresh result
+//    stands, it says so and its "Request a quote" link (which carries the old inputs) is
+//    disabled (issue 30, 4).
 (function () {
   "use strict";
+  var TYPING_DELAY_MS = 150;
+  var SIZING_FORMS = { calc: true, serve: true };
   function described(field) {
     return (field.getAttribute("aria-describedby") || "").split(" ").map(function (id) {
       return document.getElementById(id);
@@ -28,7 +40,37 @@
   function syncAll() {
     document.querySelectorAll(".field-error").forEach(sync);
   }
-  function checkCalculator(form) {
+  function staleBar(stale) {
+    var bar = document.getElementById("verdict-bar");
+    if (!bar) return;
+    bar.classList.toggle("stale", stale);
+    var note = bar.querySelector(".vb-stale");
+    if (note) note.hidden = !stale;
+    bar.querySelectorAll("a.button").forEach(function (link) {
+      if (stale && link.hasAttribute("href")) {
+        link.setAttribute("data-href", link.getAttribute("href"));
+        link.removeAttribute("href");
+        link.setAttribute("aria-disabled", "true");
+      } else if (!stale && link.hasAttribute("data-href")) {
+        link.setAttribute("href", link.getAttribute("data-href"));
+        link.removeAttribute("data-href");
+        link.removeAttribute("aria-disabled");
+      }
+    });
+  }
+  function showStale(why, status) {
+    var result = document.getElementById("result");
+    var note = document.getElementById("stale-note");
+    if (result) result.classList.toggle("stale", why !== "");
+    if (note) {
+      if (why !== "") {
+        note.textContent = (note.getAttribute("data-" + why) || "").replace("%s", String(status));
+      }
+      note.hidden = why === "";
+    }
+    if (why !== "") staleBar(true);
+  }
+  function checkForm(form) {
     var bad = false;
     form.querySelectorAll("input[data-invalid]").forEach(function (field) {
       var message = document.getElementById("err-" + field.name);
@@ -41,10 +83,7 @@
       }
       syncField(field);
     });
-    var result = document.getElementById("result");
-    var note = document.getElementById("stale-note");
-    if (result) result.classList.toggle("stale", bad);
-    if (note) note.hidden = !bad;
+    showStale(bad ? "field" : "", 0);
     return bad;
   }
   function followLocation() {
@@ -54,9 +93,43 @@
         "?next=" + encodeURIComponent(here));
     });
   }
+  var pending = null;
+  function typed(field) {
+    return field.tagName === "TEXTAREA" ||
+      (field.tagName === "INPUT" && ["number", "text", "search"].indexOf(field.type) >= 0);
+  }
   document.addEventListener("input", function (event) {
     var form = event.target.form;
-    if (form && form.id === "calc") checkCalculator(form);
+    if (!form || !SIZING_FORMS[form.id]) return;
+    staleBar(true);
+    if (pending) clearTimeout(pending);
+    pending = null;
+    if (checkForm(form) || !window.htmx) return;
+    if (typed(event.target)) {
+      pending = setTimeout(function () { pending = null; window.htmx.trigger(form, "recalc"); },
+        TYPING_DELAY_MS);
+    } else {
+      window.htmx.trigger(form, "recalc");
+    }
+  });
+  function ours(xhr) {
+    return (xhr.getResponseHeader("Vary") || "").indexOf("HX-Request") >= 0;
+  }
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (!xhr || xhr.status < 400 || ours(xhr)) return;
+    event.detail.shouldSwap = false;
+    showStale("failed", xhr.status);
+  });
+  function offline() { showStale("offline", 0); }
+  document.addEventListener("htmx:sendError", offline);
+  document.addEventListener("htmx:timeout", offline);
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (event.detail.target && event.detail.target.id === "result" && xhr && ours(xhr)) {
+      var form = document.getElementById("calc") || document.getElementById("serve");
+      if (!form || !checkForm(form)) staleBar(false);
+    }
   });
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     sync(event.detail.target);

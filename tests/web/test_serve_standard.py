@@ -1,0 +1,115 @@
+"""Serve at the fine-tune page's standard (issue 30, point 3): every bad input is an error
+beside its field (never a silent default, never the old verdict left standing), the model's
+longest context is a limit as in fine-tuning, the tables list what serves the load first and
+then by price, German pages name systems in German, and the phone's verdict bar comes with
+every result."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.web.conftest import HX
+
+FORM = {"model": "llama-3.1-8b", "weights": "bf16", "kv": "auto", "context": "8192",
+        "users": "1", "gpus": "1", "runtime": "vllm", "gpu": ""}
+"""What the Serve form sends: every field, always."""
+BOTH = "/serve?model=llama-3.1-70b&weights=awq&context=32768&users=8"
+"""A load some cards and systems serve and some do not."""
+
+
+def _error(body: str, field: str) -> str:
+    match = re.search(rf'<span id="err-{field}" class="field-error"[^>]*>([^<]*)</span>', body)
+    assert match, f"no message slot for {field}"
+    return html.unescape(match.group(1)).replace("\u00a0", " ")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("users", "0", "Enter a number from 1 to 65,536."),
+    ("users", "-5", "Enter a number from 1 to 65,536."),
+    ("users", "70000", "Enter a number from 1 to 65,536."),
+    ("users", "", "Enter a number from 1 to 65,536."),
+    ("users", "abc", "Enter a whole number."),
+    ("context", "99999999999", "Enter a number from 1 to 16,777,216."),
+    ("context", "", "Enter a number from 1 to 16,777,216."),
+    ("gpus", "", "Enter a number from 1 to 64."),
+])
+def test_a_bad_number_is_named_beside_its_field_and_sizes_nothing(
+    client: TestClient, field: str, value: str, message: str
+) -> None:
+    response = client.post("/serve", data={**FORM, field: value}, headers=HX)
+    assert response.status_code == 422
+    assert _error(response.text, field) == message
+    assert "serves" not in response.text  # no verdict: the old one is replaced
+    assert 'id="verdict-bar"' in response.text  # and the phone's bar says so too
+
+
+def test_a_shared_link_leaves_defaults_out_and_is_still_sized(client: TestClient) -> None:
+    response = client.get("/serve?model=llama-3.1-8b", headers=HX)
+    assert response.status_code == 200
+    assert "serves 1 users at 8,192 tokens each" in response.text
+
+
+@pytest.mark.parametrize(("lang", "message"), [
+    ("en", "A context of 200,000 tokens is more than this model's maximum of 131,072 tokens."),
+    ("de", "Ein Kontext von 200.000 Token ist mehr als das Maximum dieses Modells von "
+           "131.072 Token."),
+])
+def test_a_context_beyond_the_model_s_maximum_is_an_error_naming_the_maximum(
+    client: TestClient, lang: str, message: str
+) -> None:
+    """gpt-oss reads 131,072 positions; Serve sized 200,000 with only a note, fine-tuning
+    refused it."""
+    for headers in (HX, {}):
+        response = client.get("/serve?model=gpt-oss-20b&context=200000",
+                              headers={**headers, "Accept-Language": lang})
+        assert response.status_code == 422
+        assert _error(response.text, "context") == message
+    ok = client.get("/serve?model=gpt-oss-20b&context=131072", headers=HX)
+    assert ok.status_code == 200
+
+
+def _rows(body: str, kind: str) -> list[tuple[str, bool, str]]:
+    rows = re.findall(rf'<tr id="{kind}-([^"]+)" class="(ok|no)[^"]*">.*?</tr>', body, re.S)
+    prices = re.findall(rf'<tr id="{kind}-[^"]+".*?<td data-label="Price">([^<]*)', body, re.S)
+    return [(slug, state == "ok", price) for (slug, state), price in zip(rows, prices,
+                                                                         strict=True)]
+
+
+def _euros(price: str) -> float:
+    return float(price.replace("€", "").replace(",", "").strip() or "inf") \
+        if "request" not in price else float("inf")
+
+
+@pytest.mark.parametrize("kind", ["card", "system"])
+def test_tables_list_what_serves_first_then_by_price(client: TestClient, kind: str) -> None:
+    body = client.get(BOTH, headers=HX).text
+    rows = _rows(body, kind)
+    assert rows, kind
+    serves = [fits for _, fits, _ in rows]
+    assert serves == sorted(serves, reverse=True), "everything that serves comes first"
+    assert True in serves and False in serves, "the case has both"
+    for group in (True, False):
+        prices = [_euros(price) for _, fits, price in rows if fits is group]
+        assert prices == sorted(prices), f"{kind}s that serve={group} by price"
+
+
+def test_german_serve_pages_name_systems_in_german(client: TestClient) -> None:
+    body = client.get(BOTH, headers={"Accept-Language": "de"}).text
+    assert "Server mit" in body
+    for english in ("Server with", "Workstation with", "NVLink bridge", "clustered"):
+        assert english not in body, english
+
+
+def test_the_verdict_bar_comes_with_every_result(client: TestClient) -> None:
+    page = client.get("/serve?model=llama-3.1-8b").text
+    fragment = client.get("/serve?model=llama-3.1-8b", headers=HX).text
+    for body in (page, fragment):
+        bar = re.search(r'<div id="verdict-bar".*?</div>', body, re.S)
+        assert bar, "the phone's verdict bar"
+        assert "serves 1 users" in bar.group(0)
+        assert "/quote?item=" in bar.group(0) and "workload=serving" in bar.group(0)
+    assert 'id="verdict-bar" class="verdict-bar ok" hx-swap-oob="true"' in fragment
