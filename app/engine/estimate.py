@@ -17,6 +17,7 @@ from typing import Literal
 from app.engine import framework_litgpt as litgpt
 from app.engine.activations import (
     ATTENTIONS,
+    CHUNKED_LOSS_TOKENS,
     LOSS_HEADS,
     ActivationProfile,
     ActivationSetup,
@@ -32,7 +33,13 @@ from app.engine.capabilities import capabilities
 from app.engine.checkpointing import Checkpointing, as_set
 from app.engine.errors import EngineError
 from app.engine.fit import PhaseTerms, StepModel
-from app.engine.overhead import fixed_overhead_bytes, reserve_fraction
+from app.engine.overhead import (
+    STRANDED_LOGITS_BYTES_PER_VOCAB,
+    fixed_overhead_bytes,
+    layer_segments,
+    reserve_fraction,
+    reserve_terms,
+)
 from app.engine.precision import (
     ADAPTER_DTYPES,
     BASE_DTYPES,
@@ -127,7 +134,13 @@ from app.engine.states import (
 # 1.14.0: training speed (speed.py): tokens per second, step seconds, hours for the customer's
 # data and MFU per card and system, from FLOPs, memory-bound bytes and communication against
 # the catalog's peaks; Job.dataset_tokens and Job.epochs (issue 26).
-ENGINE_VERSION = "1.14.0"
+# 1.15.0: the caching allocator's reserve as the blocks a step's peak cannot reuse (the freed
+# bf16 logits, the layers' segments, a loss head in segments of its own after the first
+# optimizer step) instead of a fraction of the per-step tensors, and the CUDA context as
+# measured with PyTorch 2.11 / CUDA 13.0 (780 MiB, was 1 GiB), both on 15 H200 steps
+# (overhead.py); under checkpointing the backward starts without autocast's cached bf16 weight
+# copies, which the forward did not save (issue 28).
+ENGINE_VERSION = "1.15.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MEASURED_WITHIN_PERCENT = 6
@@ -539,12 +552,14 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         # A tied lm_head still gets its own bf16 copy of the shared fp32 embedding matrix.
         lm_head = shape.vocab_size * shape.hidden_size if shape.tied_embeddings else 0
         copies = 2 * (shape.split.linear + shape.split.lm_head + lm_head) // weight_shards
+        head_copies = 2 * (shape.split.lm_head + lm_head) // weight_shards
     else:
         weights_static = states.weights_bytes
         # autocast's bf16 copies of fp32 adapters, kept from their forward to their backward;
         # bf16 adapters need none.
         fp32_adapters = job.method != "full" and dtypes.adapter_dtype == "fp32"
         copies = 2 * states.trainable_params // weight_shards if fp32_adapters else 0
+        head_copies = 0
     # PEFT's merged expert weights (W + BA per adapted fused tensor, in the base's dtype),
     # saved from their forward to their backward: every layer's until the backward starts
     # (none with checkpointing, whose forward keeps nothing), then the layer being
@@ -561,6 +576,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         # autocast caches only weights that require grad, so this copy is per use, not cached
         # (measured: tools/calibrate/results/cpu-qlora.json).
         copies += BF16_HEAD_COPY_BYTES * shape.vocab_size * shape.hidden_size
+        head_copies += BF16_HEAD_COPY_BYTES * shape.vocab_size * shape.hidden_size
     if job.offload == "optimizer+params":
         weights_static = 0
     static = weights_static + states.adapter_weight_bytes + states.optimizer_bytes
@@ -622,6 +638,11 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
             profile, shape, gradient_checkpointing=job.gradient_checkpointing,
             activation_offload=job.activation_offload)
     fwd_fixed = copies + held_gradients + gathered + dequantised + merged_saved
+    # autocast caches its bf16 weight copies until the autocast context ends with the forward;
+    # under checkpointing no layer's forward saved them, so the backward starts with only the
+    # copies the (never checkpointed) lm_head saved (H200 steps: full amp Llama 3.2 3B peaks
+    # at the end of the forward, 58.7 GB, not at the start of the backward).
+    bwd_fixed = fwd_fixed - copies + head_copies if job.gradient_checkpointing else fwd_fixed
     # Eager attention's scores while the last layer computes them: beside what every layer
     # saved, its own score tensors (with checkpointing its forward saves them only for the
     # moment, so they are added here) and the transient ones. SDPA and flash keep none.
@@ -642,7 +663,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
             profile.saved_per_token_per_seq + profile.forward_only_per_token_per_seq,
         ),
         PhaseTerms(
-            "start of backward", "backward", static, fwd_fixed,
+            "start of backward", "backward", static, bwd_fixed,
             profile.saved_per_token + _loss_rate(profile, "backward", job),
             profile.saved_per_token_per_seq,
         ),
@@ -662,13 +683,28 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     # are freed by the optimizer step; the grid measures 16, not 18, B/param there.
     hf_full = job.method == "full" and job.accounting == "hf" and not pure_bf16
     transient_copies = states.weights_bytes - states.weights_bytes * 4 // 6 if hf_full else 0
+    resident = states.total_bytes - transient_copies + whole_stats
     return StepModel(
         moments=moments,
-        model_states_bytes=states.total_bytes - transient_copies + whole_stats,
+        model_states_bytes=resident,
         fixed_overhead_bytes=fixed_overhead_bytes(job.gpus),
-        reserve_fraction=reserve_fraction(
+        reserve=reserve_terms(
+            logits_per_token=_stranded_logits_rate(profile, job),
+            layer_per_token=profile.layer_per_token,
+            layer_per_token_seq=profile.layer_per_token_per_seq,
+            states_bytes=resident, loss_head_per_token=_loss_rate(profile, "backward", job),
             expandable_segments=job.expandable_segments, fsdp=_fsdp_sharded(job)),
     )
+
+
+def _stranded_logits_rate(profile: ActivationProfile, job: Job) -> int:
+    """The bf16 logits' bytes per token that the loss backward cannot reuse (overhead.py); a
+    chunked loss strands one chunk's, spread over the tokens like :func:`_loss_rate`."""
+    per_token = STRANDED_LOGITS_BYTES_PER_VOCAB * profile.vocab_size
+    if not profile.chunked_loss:
+        return per_token
+    tokens = job.batch_size * job.seq_len
+    return math.ceil(per_token * min(tokens, CHUNKED_LOSS_TOKENS) / tokens)
 
 
 def _fsdp_sharded(job: Job) -> bool:
@@ -1054,15 +1090,16 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "loss_chunked": "loss head: chunked cross-entropy (1,024 tokens)",
     "overhead": "overhead: CUDA context and workspaces plus a fragmentation margin on per-step "
     "tensors",
-    "reserve_default": "reserved: PyTorch's caching allocator reserves %(percent)s %% of the "
-    "step's own tensors beyond the live-tensor peak (expandable segments off, PyTorch's "
-    "default; fitted on 18 published single-GPU runs that report both counters)",
-    "reserve_fsdp": "reserved: under FSDP PyTorch's caching allocator reserves %(percent)s %% of "
+    "reserve_default": "reserved: PyTorch's caching allocator keeps blocks the peak cannot "
+    "reuse, the freed bf16 logits and %(layers)s layers' activations of segments, and at least "
+    "the states plus a loss head of its own (expandable segments off, PyTorch's default; "
+    "measured on 15 H200 steps)",
+    "reserve_fsdp": "reserved: under FSDP PyTorch's caching allocator keeps %(percent)s %% of "
     "the step's own tensors beyond the live-tensor peak (expandable segments off; fitted on 27 "
-    "published FSDP runs that report both counters)",
-    "reserve_expandable": "reserved: with expandable segments the caching allocator reserves "
-    "%(percent)s %% of the step's own tensors beyond the live-tensor peak (not fitted: no "
-    "published run reports both counters with it)",
+    "published FSDP runs)",
+    "reserve_expandable": "reserved: with expandable segments the caching allocator keeps the "
+    "freed bf16 logits and %(layers)s layers' activations of blocks the peak cannot reuse "
+    "(measured on 2 H200 steps)",
     "lora": "LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT default), 16 bytes per "
     "trainable param with AdamW",
     "nf4_dq": "NF4 base (with double quantisation)",
@@ -1260,12 +1297,13 @@ def _litgpt_items(shape: ModelShape, job: Job) -> list[Assumption]:
 
 
 def _reserve_item(job: Job) -> Assumption:
-    """Which allocator reserve the total carries (overhead.reserve_fraction)."""
-    fsdp = _fsdp_sharded(job)
-    fraction = reserve_fraction(expandable_segments=job.expandable_segments, fsdp=fsdp)
-    key = ("reserve_expandable" if job.expandable_segments
-           else "reserve_fsdp" if fsdp else "reserve_default")
-    return key, {"percent": round(100 * fraction, 1)}
+    """Which allocator reserve the total carries (overhead.reserve_terms)."""
+    if job.expandable_segments:
+        return "reserve_expandable", {"layers": layer_segments(expandable_segments=True)}
+    if _fsdp_sharded(job):
+        return "reserve_fsdp", {"percent": round(100 * reserve_fraction(
+            expandable_segments=False, fsdp=True), 1)}
+    return "reserve_default", {"layers": layer_segments(expandable_segments=False)}
 
 
 def assumptions(shape: ModelShape, job: Job) -> tuple[str, ...]:

@@ -8,8 +8,10 @@ micro-batch and the longest sequence for every card in the catalog in well under
 millisecond.
 
 Allocated per GPU = max(model states, the largest phase's live bytes);
-reserved = allocated + the caching allocator's reserve on the per-step tensors (overhead.py);
-total per GPU = reserved + fixed context overhead (what nvidia-smi shows; held against the card).
+reserved = allocated + the blocks the caching allocator keeps that the peak cannot reuse, and
+never less than the states plus a loss head in segments of its own (overhead.py,
+:class:`ReserveTerms`); total per GPU = reserved + fixed context overhead (what nvidia-smi
+shows; held against the card).
 Taking the model states as a floor keeps the article's accounting (e.g. the hf count's bf16
 weight copy, which autocast frees before the optimizer step) from being undercut.
 """
@@ -54,6 +56,32 @@ class PhaseTerms:
 
 
 @dataclass(frozen=True, slots=True)
+class ReserveTerms:
+    """What the caching allocator reserves beyond the live-tensor peak (overhead.py).
+
+    ``stranded``: cached blocks freed before the peak that its requests cannot reuse,
+    ``per_token * t + per_token_seq * t * s`` plus ``fraction`` of the peak's per-step bytes
+    (FSDP's per-stream pools only). ``floor``: reserved is never less than
+    ``floor_static + floor_per_token * t``, the states alive between steps plus a loss head in
+    segments of its own, when the first step's gradients and optimizer states took the blocks
+    its loss head freed.
+    """
+
+    per_token: int = 0
+    per_token_seq: int = 0
+    fraction: float = 0.0
+    floor_static: int = 0
+    floor_per_token: int = 0
+
+    def reserved(self, allocated: int, dynamic: int, batch: int, seq: int) -> int:
+        """``max_memory_reserved`` for a step whose allocated peak is ``allocated``."""
+        tokens = batch * seq
+        stranded = tokens * (self.per_token + self.per_token_seq * seq)
+        return max(allocated + stranded + math.ceil(dynamic * self.fraction),
+                   self.floor_static + tokens * self.floor_per_token)
+
+
+@dataclass(frozen=True, slots=True)
 class StepTotals:
     total_bytes: int
     peak_live_bytes: int
@@ -77,16 +105,17 @@ class StepModel:
     moments: tuple[PhaseTerms, ...]
     model_states_bytes: int
     fixed_overhead_bytes: int
-    # overhead.reserve_fraction for the job: the allocator's reserve per per-step byte.
-    reserve_fraction: float
+    # The caching allocator's reserve for the job (overhead.reserve_terms).
+    reserve: ReserveTerms
 
     def totals(self, batch: int, seq: int) -> StepTotals:
         peak = max(self.moments, key=lambda m: m.live(batch, seq))
         dynamic = max(m.dynamic(batch, seq) for m in self.moments)
-        reserve = math.ceil(dynamic * self.reserve_fraction)
         live = peak.live(batch, seq)
-        total = max(live, self.model_states_bytes) + reserve + self.fixed_overhead_bytes
-        return StepTotals(total, live, peak, reserve, self.fixed_overhead_bytes)
+        allocated = max(live, self.model_states_bytes)
+        reserved = self.reserve.reserved(allocated, dynamic, batch, seq)
+        total = reserved + self.fixed_overhead_bytes
+        return StepTotals(total, live, peak, reserved - allocated, self.fixed_overhead_bytes)
 
     def total_bytes(self, batch: int, seq: int) -> int:
         """Same as ``totals().total_bytes``, kept lean: it runs inside every search."""
@@ -99,11 +128,8 @@ class StepModel:
                 dynamic = d
             if m.static + d > live:
                 live = m.static + d
-        return (
-            max(live, self.model_states_bytes)
-            + math.ceil(dynamic * self.reserve_fraction)
-            + self.fixed_overhead_bytes
-        )
+        return (self.reserve.reserved(max(live, self.model_states_bytes), dynamic, batch, seq)
+                + self.fixed_overhead_bytes)
 
     def fits(self, usable_bytes: int, batch: int, seq: int) -> bool:
         return self.total_bytes(batch, seq) <= usable_bytes

@@ -17,58 +17,103 @@ and "Optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF") rounds every request
 multiple of 512 bytes (``kMinBlockSize``), serves requests of at most 1 MiB (``kSmallSize``)
 from 2 MiB segments (``kSmallBuffer``), requests under 10 MiB (``kMinLargeAlloc``) from 20 MiB
 segments (``kLargeBuffer``), and rounds larger ``cudaMalloc`` segments up to 2 MiB
-(``kRoundLarge``). That rounding bounds the waste of one allocation by 2 MiB: for the few
-thousand tensors of a training step it is well under 1 % of the step's memory. What makes
-reserved exceed allocated is fragmentation: a freed block stays cached in its segment (and in
-its stream's pool), a larger request that no free block can serve gets a new segment, and the
-segments of the biggest step stay reserved. It grows with the tensors allocated and freed in
-each step (activations, gradients, loss head, dequantised and gathered weights), not with the
-weights and optimizer states allocated once, so the engine models it as a fraction of the
-per-step tensors at the peak, fitted on published runs that report both counters for the same
-step (``tools/calibrate/external/reserved.json``; docs/accuracy.md, "Reserved against
-allocated"):
+(``kRoundLarge``): for a training step's tensors that rounding is well under 1 %. A request
+takes the smallest cached free block of its pool that is large enough (best fit, split when
+larger); a block is never merged with a block of another segment, and segments are returned to
+the driver only by ``empty_cache()`` or an out-of-memory retry, so ``max_memory_reserved`` is
+every segment the run ever needed. Reserved exceeds allocated by the cached blocks that were
+freed before the peak and that the peak's requests cannot use (engine 1.15.0, measured on the
+15 H200 steps of ``tests/fixtures/h200_steps/h200-steps.json``; docs/accuracy.md, "Reserved on a
+real GPU"):
 
-* expandable segments off (PyTorch's default, the Hugging Face Trainer's): 18 single-GPU
-  runs of foundation-model-stack/fms-acceleration's A100-80GB benchmark (Mistral 7B,
-  Mixtral 8x7B, Llama 2 70B; full, LoRA, QLoRA, GPTQ-LoRA; micro-batch 4 and 8) give
-  (nvidia-smi − max allocated − context) / (max allocated − allocated after training) from
-  0.13 to 0.41, median 0.255: :data:`ALLOCATOR_RESERVE_FRACTION`.
-* runs sharded by PyTorch FSDP reserve more: the same benchmark's 22 two-GPU FSDP runs,
-  Answer.AI's two FSDP LoRA runs (fsdp_qlora ``benchmarks_03_2024.md``) and the three of
-  llama-recipes pull request 41 (Llama 2 7B LoRA on 4 GPUs) give a median of 0.38 (0.22-2.5;
-  FSDP gathers layers on its own CUDA stream, and a block cached in one stream's pool is not
-  reused by another): :data:`FSDP_ALLOCATOR_RESERVE_FRACTION`, for ``sharding_impl="fsdp"``
-  on more than one GPU. DeepSpeed ZeRO-3 allocates its buckets once and keeps the default.
+* **the bf16 logits.** Hugging Face's causal-LM loss casts the bf16 logits to fp32
+  (``ForCausalLMLoss``: ``logits.float()``); the Trainer drops the model's output, bf16 logits
+  included, before ``backward()``. The loss backward then asks for fp32 blocks of twice that
+  size (the gradients of the log-softmax, 4 bytes per token per vocabulary entry), which the
+  freed bf16 block cannot serve: :data:`STRANDED_LOGITS_BYTES_PER_VOCAB` per token per entry
+  stays cached, unused, at the loss head's peak. A chunked loss strands one chunk's.
+* **the layers' blocks.** The segments that one decoder layer's tensors were carved from (its
+  activations and the gradients of the layer being differentiated) are too small for the loss
+  head's vocabulary-wide blocks and stay cached beside them:
+  :data:`LAYER_WORKSET_SEGMENTS` times one layer's activations (default allocator). Measured:
+  (reserved - allocated - the logits block) / one layer's activations on the 12 steps of the
+  default allocator whose peak is the loss head: 0.53-1.45, median 0.91; the constant is the
+  top of that range rounded up, so that no calibration step is under-sized.
 * ``expandable_segments:True`` (``PYTORCH_CUDA_ALLOC_CONF``; set by Unsloth, axolotl and
-  llm-foundry): segments grow by 2 MiB pages instead of new ``cudaMalloc`` calls, which the
-  PyTorch docs describe as reducing fragmentation (torchtune issue 1185 reports a QLoRA peak of
-  16.39 GiB falling to 10.83 GiB with it). No published run we found reports both counters
-  with it on, so :data:`EXPANDABLE_SEGMENTS_RESERVE_FRACTION` keeps the earlier, unfitted
-  midpoint of the 5-15 % observed in activation-findings.md.
+  llm-foundry) maps 2 MiB pages into one growing segment per stream, so a request at the
+  segment's end grows it through the free blocks there: the layers' blocks are reused and only
+  the logits block, freed in the middle, stays: :data:`EXPANDABLE_LAYER_WORKSET_SEGMENTS`
+  (measured 0.16 on Llama 3.1 8B LoRA at 32k tokens, reserved 85.9 GB against 95.9 GB without;
+  a quarter is kept as the margin).
+* **a loss head in segments of its own.** A full fine-tune creates its gradients in the first
+  backward and AdamW's states at the first optimizer step out of the blocks the loss head
+  freed; the next step's loss head then needs new segments for all of its blocks, so reserved
+  is at least the states alive between steps plus the loss head's backward bytes
+  (``floor``; full amp Llama 3.2 3B at b2 x 4096: reserved rose by exactly 12 bytes per token
+  per vocabulary entry from the first step to the second, 52.1 -> 64.7 GB, with or without
+  expandable segments).
+* runs sharded by PyTorch FSDP keep the earlier fit: FSDP gathers layers on its own CUDA
+  stream, and a block cached in one stream's pool is not reused by another. The same
+  fms-acceleration A100-80GB benchmark's 22 two-GPU FSDP runs, Answer.AI's two FSDP LoRA runs
+  (fsdp_qlora ``benchmarks_03_2024.md``) and the three of llama-recipes pull request 41 give
+  (nvidia-smi - max allocated - context) / (max allocated - allocated after training) a median
+  of 0.38 (0.22-2.5): :data:`FSDP_ALLOCATOR_RESERVE_FRACTION`, for ``sharding_impl="fsdp"`` on
+  more than one GPU, in place of the stranded blocks (the fraction was fitted on the whole
+  reserve); the floor holds there too.
+
+The fraction that 18 single-GPU runs of that benchmark imply without FSDP (median 0.255,
+:data:`ALLOCATOR_RESERVE_FRACTION`, ``tools/calibrate/external/reserved.json``) was the engine's
+reserve until 1.14.0; it over-sized every H200 step without checkpointing by 11-16 % (its
+share of the saved activations is no block that stays free) and under-sized long sequences by
+5 %, so it is kept only as the published cross-check ``tools/calibrate/external/reserved.py``
+reports.
+
+**The CUDA context.** What the device holds outside the caching allocator (the CUDA context,
+cuBLAS/cuBLASLt workspaces, the kernel images PyTorch and bitsandbytes load), measured as
+total - free - reserved by ``torch.cuda.mem_get_info``: 685-777 MiB on the H200 with PyTorch
+2.11.0 and CUDA 13.0 (driver 580; 685 MiB before the first case, 767-777 MiB once cuBLAS and
+bitsandbytes were loaded): :data:`CUDA_CONTEXT_BYTES`. Older stacks load more eagerly: CUDA
+before 11.7 has no lazy module loading (``CUDA_MODULE_LOADING=LAZY``, the default since
+CUDA 12.2) and PyTorch's CUDA semantics notes describe the context as "hundreds of MB" to
+about 1 GiB; a driver or library that loads more moves the figure, not the shape of the model.
 """
 
 from __future__ import annotations
 
 import math
 
-GIB = 1024**3
+from app.engine.fit import ReserveTerms
 
-# CUDA context, cuBLAS/cuBLASLt workspaces and PyTorch's kernel images on one GPU. Observed
-# 0.3-1 GiB for context plus NCCL buffers (activation-findings.md, "Not covered by tensor
-# trackers"); PyTorch's CUDA semantics notes describe the context as "hundreds of MB". We take
-# the top of that range so that a "fits" is not undone by a driver or library version.
-CUDA_CONTEXT_BYTES = 1 * GIB
+GIB = 1024**3
+MIB = 1024**2
+
+# CUDA context, cuBLAS/cuBLASLt workspaces and the kernel images PyTorch and bitsandbytes load,
+# on one GPU: the largest of the 15 H200 steps (777 MiB; PyTorch 2.11.0, CUDA 13.0) rounded up
+# to 10 MiB (module docstring).
+CUDA_CONTEXT_BYTES = 780 * MIB
+CUDA_CONTEXT_STACK = "PyTorch 2.11, CUDA 13.0"
+"""The software the context was measured with (what the pages say it holds for)."""
+PUBLISHED_RUNS_CONTEXT_BYTES = 1 * GIB
+"""The context on the older stacks of the published runs the FSDP fraction was fitted on (the
+top of the 0.3-1 GiB observed there, activation-findings.md, "Not covered by tensor
+trackers"); tools/calibrate/external/reserved.py takes it off their nvidia-smi figures."""
 
 # NCCL communicator buffers for data-parallel training on more than one GPU (NCCL's default
 # NCCL_BUFFSIZE of 4 MiB per channel and peer, for each protocol). ZeRO-3's and FSDP's own
 # gathered layers and buckets are counted apart, from their defaults (sharding.py).
 NCCL_BUFFER_BYTES = GIB // 2
 
-# The caching allocator's reserve beyond the live-tensor peak, as a fraction of the step's
-# per-step tensors (see the module docstring for the fit and its sources).
-ALLOCATOR_RESERVE_FRACTION = 0.255
+# The blocks the caching allocator keeps beyond the live-tensor peak (module docstring).
+STRANDED_LOGITS_BYTES_PER_VOCAB = 2
+"""The bf16 logits, freed before the loss backward asks for fp32 blocks (per token per entry)."""
+LAYER_WORKSET_SEGMENTS = 1.5
+"""One layer's activations' worth of cached segments, default allocator (measured 0.53-1.45)."""
+EXPANDABLE_LAYER_WORKSET_SEGMENTS = 0.25
+"""The same with expandable segments (measured 0.16 on one step)."""
 FSDP_ALLOCATOR_RESERVE_FRACTION = 0.38
-EXPANDABLE_SEGMENTS_RESERVE_FRACTION = 0.10
+"""FSDP's per-stream pools, a fraction of the peak's per-step tensors (fitted on 27 runs)."""
+ALLOCATOR_RESERVE_FRACTION = 0.255
+"""The published single-GPU runs' median fraction: a cross-check, not used by the engine."""
 
 
 def fixed_overhead_bytes(gpus: int) -> int:
@@ -76,13 +121,38 @@ def fixed_overhead_bytes(gpus: int) -> int:
     return CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if gpus > 1 else 0)
 
 
-def reserve_fraction(*, expandable_segments: bool, fsdp: bool = False) -> float:
-    """The allocator's reserve per byte of per-step tensors (module docstring); ``fsdp``: the
-    job is sharded by PyTorch FSDP on more than one GPU."""
-    return (EXPANDABLE_SEGMENTS_RESERVE_FRACTION if expandable_segments
-            else FSDP_ALLOCATOR_RESERVE_FRACTION if fsdp else ALLOCATOR_RESERVE_FRACTION)
+def layer_segments(*, expandable_segments: bool) -> float:
+    """How many layers' activations of cached segments the peak cannot reuse."""
+    return EXPANDABLE_LAYER_WORKSET_SEGMENTS if expandable_segments else LAYER_WORKSET_SEGMENTS
+
+
+def reserve_terms(*, logits_per_token: int, layer_per_token: int, layer_per_token_seq: int,
+                  states_bytes: int, loss_head_per_token: int, expandable_segments: bool,
+                  fsdp: bool = False) -> ReserveTerms:
+    """The caching allocator's reserve for a step (module docstring).
+
+    ``logits_per_token``: the bf16 logits' bytes per token (0 where no full logits exist);
+    ``layer_per_token``/``layer_per_token_seq``: one layer's activations; ``states_bytes`` and
+    ``loss_head_per_token``: the floor (states between steps, the loss backward's bytes per
+    token); ``fsdp``: sharded by PyTorch FSDP on more than one GPU."""
+    floor = {"floor_static": states_bytes, "floor_per_token": loss_head_per_token}
+    if fsdp and not expandable_segments:
+        # The published FSDP runs' fraction already holds the stranded blocks.
+        return ReserveTerms(fraction=FSDP_ALLOCATOR_RESERVE_FRACTION, **floor)
+    share = layer_segments(expandable_segments=expandable_segments)
+    return ReserveTerms(
+        per_token=logits_per_token + math.ceil(share * layer_per_token),
+        per_token_seq=math.ceil(share * layer_per_token_seq), **floor)
 
 
 def reserve_bytes(dynamic_bytes: int, fraction: float) -> int:
-    """The allocator's reserve on ``dynamic_bytes`` of per-step tensors."""
+    """A reserve of ``fraction`` on ``dynamic_bytes`` of per-step tensors (the published
+    runs' cross-check, tools/calibrate/external/reserved.py)."""
     return math.ceil(dynamic_bytes * fraction)
+
+
+def reserve_fraction(*, expandable_segments: bool, fsdp: bool = False) -> float:
+    """The fraction the published runs imply (the cross-check above); the engine's reserve is
+    :func:`reserve_terms`."""
+    del expandable_segments
+    return FSDP_ALLOCATOR_RESERVE_FRACTION if fsdp else ALLOCATOR_RESERVE_FRACTION

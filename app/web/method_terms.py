@@ -183,17 +183,20 @@ TERM_TEXTS: Final[dict[str, TermText]] = {
     ),
     "overhead": TermText(
         N_("Overhead: reserved memory and context"),
-        N_("allocated = the peak above (max_memory_allocated); reserved = allocated + the "
-           "caching allocator's reserve, %(reserve_pct)s %% of the step's own tensors "
-           "(%(expandable_pct)s %% with expandable segments, --expandable-segments); per GPU "
-           "= reserved + CUDA context and workspaces %(context_gib)s GiB (+ %(nccl_gib)s GiB "
-           "NCCL buffers with several GPUs), what nvidia-smi shows and what the card must "
-           "hold"),
-        N_("reserve fitted on published runs reporting both max_memory_allocated and "
-           "nvidia-smi (fms-acceleration A100-80GB benchmark, "
-           "tools/calibrate/external/reserved.json); PyTorch's CUDACachingAllocator rounds "
-           "blocks to 512 B and segments to 2 or 20 MiB, under 1 %% of a step; context: "
-           "observed 0.3-1 GiB"),
+        N_("allocated = the peak above (max_memory_allocated); reserved "
+           "(max_memory_reserved) = allocated + the cached blocks the peak cannot reuse: the "
+           "bf16 logits freed before the loss backward (%(logits_bytes)s bytes per token per "
+           "vocabulary entry) and %(layers)s layers' activations of segments "
+           "(%(expandable_layers)s with expandable segments, --expandable-segments); under FSDP "
+           "%(fsdp_pct)s %% of the step's tensors instead; at least the states plus a loss "
+           "head in segments of its own; per GPU = reserved + CUDA context and workspaces "
+           "%(context_mib)s MiB (%(context_stack)s; + %(nccl_gib)s GiB NCCL buffers with "
+           "several GPUs), what nvidia-smi shows and what the card must hold"),
+        N_("measured on 15 H200 training steps (max_memory_reserved and the memory outside "
+           "the allocator, tests/fixtures/h200_steps/h200-steps.json); PyTorch's "
+           "CUDACachingAllocator takes the smallest cached block that fits and never merges "
+           "blocks of two segments; FSDP's share fitted on 27 published runs "
+           "(tools/calibrate/external/reserved.json)"),
     ),
     "formats": TermText(
         N_("Low-precision formats"),

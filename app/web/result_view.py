@@ -101,16 +101,17 @@ ASSUMPTION_LABELS = {
     "loss_chunked": N_("loss: chunked cross-entropy (1,024 tokens at a time)"),
     "overhead": N_("overhead: CUDA context and workspaces plus a fragmentation margin on the "
                    "step's tensors"),
-    "reserve_default": N_("reserved: PyTorch's memory allocator keeps %(percent)s %% of the "
-                          "step's own tensors beyond the live-tensor peak (expandable segments "
-                          "off, PyTorch's default; fitted on 18 published single-GPU runs)"),
+    "reserve_default": N_("reserved: PyTorch's memory allocator keeps blocks the peak cannot "
+                          "reuse, the freed bf16 logits and %(layers)s layers' activations of "
+                          "segments, and at least the states plus a loss head of its own "
+                          "(expandable segments off, PyTorch's default; measured on 15 H200 "
+                          "steps)"),
     "reserve_fsdp": N_("reserved: under FSDP PyTorch's memory allocator keeps %(percent)s %% "
                        "of the step's own tensors beyond the live-tensor peak (expandable "
                        "segments off; fitted on 27 published FSDP runs)"),
     "reserve_expandable": N_("reserved: with expandable segments PyTorch's memory allocator "
-                             "keeps %(percent)s %% of the step's own tensors beyond the "
-                             "live-tensor peak (not fitted: no published run reports both "
-                             "counters with it)"),
+                             "keeps the freed bf16 logits and %(layers)s layers' activations of "
+                             "blocks the peak cannot reuse (measured on 2 H200 steps)"),
     "lora": N_("LoRA rank %(rank)s on %(targets)s, adapters in fp32 (PEFT's default), 16 bytes "
                "per trained parameter with AdamW"),
     "nf4_dq": N_("4-bit NF4 base with double quantisation"),

@@ -61,8 +61,9 @@ def test_the_formulas_read_the_same_in_english_and_in_german_with_german_numbers
             "per parameter") in english
     assert ("2 (bf16-Gewichte) + 2 (Gradienten) + 4 (fp32-Master-Kopie) + 8 (Adam-Momente) = "
             "16 Byte je Parameter") in german
-    assert "reserve, 25.5 % of the step&#39;s own tensors" in english
-    assert "Caching-Allocators, 25,5 % der eigenen Tensoren" in german
+    assert "and 1.5 layers&#39; activations of segments (0.25 with expandable" in english
+    assert "Aktivierungen von 1,5 Schichten (0,25 mit Expandable Segments" in german
+    assert "780 MiB (PyTorch 2.11, CUDA 13.0;" in english
     assert "8K + 37.5KE + 30V" in english and "8K + 37,5KE + 30V" in german
     assert "4.127 bits per parameter" in english and "4,127 Bit je Parameter" in german
     assert "Quelle: Rajbhandari et al., ZeRO, arXiv 1910.02054, Abschnitt 3.1" in german

@@ -23,6 +23,7 @@ from typing import Any
 from app.engine.estimate import ENGINE_VERSION, Job, estimate
 from app.engine.model_types import parse_config
 from app.engine.shapes import ModelShape
+from tools.calibrate import h200
 
 ROOT = Path(__file__).resolve().parents[2]
 GRID_PATH = ROOT / "tools" / "calibrate" / "results" / "cpu-grid.json"
@@ -260,6 +261,8 @@ def readme_block(document: Mapping[str, Any]) -> str:
             "a CPU artefact (GPT-2's attention dropout under SDPA runs the math kernel on a "
             "CPU) and are listed, not held to the target.",
         ]
+    if document.get("h200"):
+        lines += ["", *h200.markdown_block(document["h200"])]
     lines += [
         "",
         "<details><summary>Every case</summary>",
@@ -352,7 +355,10 @@ def published_document() -> tuple[dict[str, Any], list[CaseComparison], list[Cas
     rows = compare(grid)
     heldout = load_grid(HELDOUT_PATH) if HELDOUT_PATH.is_file() else None
     heldout_rows = compare(heldout) if heldout is not None else []
-    return accuracy_document(grid, rows, heldout, heldout_rows), rows, heldout_rows
+    document = accuracy_document(grid, rows, heldout, heldout_rows)
+    steps = h200.load_steps()
+    document["h200"] = h200.document(steps, h200.compare(steps))
+    return document, rows, heldout_rows
 
 
 def main() -> int:

@@ -74,7 +74,9 @@ def evaluate(pair: dict[str, Any]) -> Pair:
     allocated = int(pair["allocated"]["bytes"])
     reported = int(pair["reserved"]["bytes"])
     resident = _resident(pair)
-    context = (overhead.fixed_overhead_bytes(pair["gpus"])
+    # Older stacks than the engine's context was measured on (overhead.py).
+    context = (overhead.fixed_overhead_bytes(pair["gpus"]) - overhead.CUDA_CONTEXT_BYTES
+               + overhead.PUBLISHED_RUNS_CONTEXT_BYTES
                if pair["reserved"]["includes_context"] else 0)
     fsdp = bool(pair["sharded"])
     fraction = overhead.reserve_fraction(expandable_segments=pair["expandable_segments"],
