@@ -24,6 +24,12 @@ nothing downloaded) with the installed transformers and writes, per slug:
   router weight, and every expert's gate, up and down projection (the fused gate/up tensor
   counted as two layers of half its width).
 
+A multimodal checkpoint whose text model ``AutoModelForCausalLM`` does not map
+(``qwen3_vl_moe``: transformers 5.25 registers its text config for no causal-LM class) is
+built whole (``AutoModelForImageTextToText``) and every figure is taken from the modules under
+``language_model`` and ``lm_head`` (``lora_r16``: the trainable parameters PEFT builds there
+when wrapping the whole checkpoint).
+
 Model types transformers does not register but whose ``architectures`` it builds are mapped:
 ``kimi_k2`` (Kimi K2's own name for ``DeepseekV3ForCausalLM``) is built as ``deepseek_v3``.
 ``quantization_config`` is dropped (the counts are of the bf16 module tree; gpt-oss's MXFP4
@@ -91,6 +97,49 @@ def _unique_total(model: Any) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def _is_language(name: str) -> bool:
+    parts = name.split(".")
+    return "language_model" in parts or parts[0] == "lm_head"
+
+
+def _whole_counts(raw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`counts` of a multimodal checkpoint built whole, its language model's share."""
+    from peft import LoraConfig, get_peft_model
+    from torch import nn
+
+    text = _text_config(raw) or {}
+    model = _whole_checkpoint(raw)
+    hidden = model.config.get_text_config().hidden_size
+    per_token = int(text.get("num_experts_per_tok") or 0)
+    params = dict(model.named_parameters())
+    language = {n: p for n, p in params.items() if _is_language(n)}
+    total = sum(p.numel() for p in language.values())
+    inactive = sum(p.numel() * (p.shape[0] - per_token) // p.shape[0]
+                   for n, p in language.items() if ".experts." in f".{n}" and p.dim() == 3)
+    embedding = model.get_input_embeddings().weight
+    tied = model.lm_head.weight is embedding
+    norm = sum(p.numel() for n, m in model.named_modules() if _is_language(n)
+               and "Norm" in type(m).__name__ for p in m.parameters(recurse=False))
+    language_modules = [m for n, m in model.named_modules() if n.endswith("language_model")]
+    per_expert = _per_expert_lora(language_modules[0], hidden, LORA_RANK)
+    result: dict[str, Any] = {
+        "model_type": raw["model_type"],
+        "built_as": type(model).__name__,
+        "total": total,
+        "embedding": embedding.numel(),
+        "lm_head": 0 if tied else model.lm_head.weight.numel(),
+        "norm": norm,
+        "active": total - inactive,
+        "lora_r16_per_expert": per_expert,
+        "tower": _unique_total(model) - total,
+    }
+    assert isinstance(model.lm_head, nn.Linear)
+    peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
+    result["lora_r16"] = sum(p.numel() for n, p in peft_model.named_parameters()
+                             if p.requires_grad and "language_model" in n.split("."))
+    return result
+
+
 def _per_expert_lora(model: Any, hidden: int, rank: int) -> int:
     from torch import nn
 
@@ -131,7 +180,12 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
     from peft import LoraConfig, get_peft_model
 
     text = _text_config(raw) or raw
-    model = _language_model(raw)
+    try:
+        model = _language_model(raw)
+    except ValueError as refusal:
+        if "Unrecognized configuration class" not in str(refusal):
+            raise
+        return _whole_counts(raw)
     config = model.config
     embedding = model.get_input_embeddings().weight.numel()
     tied = model.lm_head.weight is model.get_input_embeddings().weight

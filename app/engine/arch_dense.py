@@ -1,5 +1,5 @@
-"""Builders of the older and plainer dense decoders: OLMo 2, Gemma (1), Phi (1, 1.5, 2), Falcon
-and GPT-NeoX (Pythia).
+"""Builders of the older and plainer dense decoders: OLMo 2, Gemma (1), Phi (1, 1.5, 2), Falcon,
+GPT-NeoX (Pythia) and SmolLM3.
 
 Each mirrors the module tree transformers 5 builds for its ``model_type`` (``modeling_olmo2``,
 ``modeling_gemma``, ``modeling_phi``, ``modeling_falcon``, ``modeling_gpt_neox``), and a field
@@ -20,7 +20,9 @@ from app.engine.shapes import (
     _Attention,
     _attention_dims,
     _Config,
+    _dense_swiglu,
     _gated_mlp,
+    _llama_biases,
     _separate_attention,
 )
 
@@ -173,3 +175,10 @@ def gpt_neox(cfg: _Config) -> ModelShape:
         linears=linears, norm_params=(2 * layers + 1) * 2 * hidden, norms_per_layer=2,
         tied=cfg.flag("tie_word_embeddings", False), gated_mlp=False,
     )
+
+
+def smollm3(cfg: _Config) -> ModelShape:
+    """SmolLM3 (``modeling_smollm3``, transformers 5.25): the Llama layout (``attention_bias``,
+    ``mlp_bias`` as Llama reads them); its NoPE layers (``no_rope_layers``) change no parameter.
+    ``SmolLM3Config.tie_word_embeddings`` defaults to True: a config that leaves it out ties."""
+    return _dense_swiglu(cfg, "smollm3", biases=_llama_biases, tied_default=True)

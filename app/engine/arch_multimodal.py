@@ -1,7 +1,8 @@
 """Multimodal checkpoints: the language model is sized, the vision tower counted beside it.
 
-Gemma 3 (``gemma3``: SigLIP), Mistral Small 3.x (``mistral3``: Pixtral) and Qwen3.5
-(``qwen3_5``, ``qwen3_5_moe``: Qwen's ViT) put a text model (``text_config``) and a vision
+Gemma 3 (``gemma3``: SigLIP), Mistral Small 3.x (``mistral3``: Pixtral), Qwen3.5
+(``qwen3_5``, ``qwen3_5_moe``: Qwen's ViT) and Qwen3-VL (``qwen3_vl``, ``qwen3_vl_moe``: the
+same ViT with DeepStack mergers) put a text model (``text_config``) and a vision
 encoder with a projector (``vision_config``) in one checkpoint. The text model is what a
 fine-tune trains; the tower and projector are loaded with it, frozen and not adapted, and
 counted in :attr:`ModelShape.tower_params` (bf16 weights, ``states.TOWER_WEIGHT_BYTES``).
@@ -25,6 +26,8 @@ from app.engine.shapes import (
     _dense_swiglu,
     _gemma,
     _llama_biases,
+    _qwen3_biases,
+    _qwen3_moe,
 )
 
 GEMMA3_TEXT_DEFAULTS: Final[Mapping[str, object]] = {
@@ -49,6 +52,11 @@ QWEN_VISION_DEFAULTS: Final[Mapping[str, int]] = {
     "out_hidden_size": 3584, "num_position_embeddings": 2304,
 }
 """``Qwen3_5VisionConfig`` / ``Qwen3_5MoeVisionConfig`` defaults."""
+QWEN3_VL_VISION_DEFAULTS: Final[Mapping[str, object]] = {
+    **QWEN_VISION_DEFAULTS, "deepstack_visual_indexes": [8, 16, 24],
+}
+"""``Qwen3VLVisionConfig`` / ``Qwen3VLMoeVisionConfig`` defaults (transformers 5.25): Qwen3.5's,
+with the DeepStack layers whose features get a merger of their own."""
 MISTRAL3_MERGE: Final = 2
 """``Mistral3Config.spatial_merge_size`` default."""
 
@@ -119,6 +127,21 @@ def qwen_vision_params(vision: _Config) -> int:
     return embed + depth * block + merger
 
 
+def qwen3_vl_vision_params(vision: _Config) -> int:
+    """Qwen3-VL's ViT (``modeling_qwen3_vl``, transformers 5.25): Qwen3.5's
+    (:func:`qwen_vision_params`) and one more patch merger per ``deepstack_visual_indexes``
+    entry, whose LayerNorm acts on the merged width (``use_postshuffle_norm``)."""
+    h = vision.integer("hidden_size")
+    merged = h * vision.integer("spatial_merge_size") ** 2
+    out = vision.integer("out_hidden_size")
+    deepstack = vision.raw.get("deepstack_visual_indexes")
+    if not isinstance(deepstack, list) or len(deepstack) > vision.integer("depth"):
+        raise ShapeError("vision_config.deepstack_visual_indexes", "layer_list_length",
+                         layers=vision.integer("depth"))
+    merger = 2 * merged + (merged * merged + merged) + (merged * out + out)
+    return qwen_vision_params(vision) + len(deepstack) * merger
+
+
 def _tied(shape: ModelShape, cfg: _Config, default: bool) -> ModelShape:
     """The checkpoint's own ``tie_word_embeddings`` decides whether lm_head shares the
     embedding (transformers 5 reads the top-level flag: ``Gemma3Config`` and ``Mistral3Config``
@@ -157,3 +180,20 @@ def _qwen3_5(text_builder: Callable[[_Config], ModelShape]) -> Callable[[_Config
 
 qwen3_5: Callable[[_Config], ModelShape] = _qwen3_5(arch_hybrid.qwen3_5_text)
 qwen3_5_moe: Callable[[_Config], ModelShape] = _qwen3_5(arch_hybrid.qwen3_5_moe_text)
+
+
+def _qwen3_vl(text_builder: Callable[[_Config], ModelShape]) -> Callable[[_Config], ModelShape]:
+    """Qwen3-VL (``qwen3_vl``, ``qwen3_vl_moe``, transformers 5.25): a Qwen3 or Qwen3-MoE text
+    model (``text_config``) and the ViT of :func:`qwen3_vl_vision_params`; the top-level
+    ``tie_word_embeddings`` decides (``Qwen3VLConfig`` and ``Qwen3VLMoeConfig``: False)."""
+    def build(cfg: _Config) -> ModelShape:
+        shape = _tied(text_builder(_Config(_text(cfg))), cfg, False)
+        vision = _with_defaults(_sub(cfg.raw, "vision_config"), QWEN3_VL_VISION_DEFAULTS)
+        return replace(shape, tower_params=qwen3_vl_vision_params(vision))
+    return build
+
+
+qwen3_vl: Callable[[_Config], ModelShape] = _qwen3_vl(
+    lambda text: _dense_swiglu(text, "qwen3_vl", biases=_qwen3_biases, qk_norm=True))
+qwen3_vl_moe: Callable[[_Config], ModelShape] = _qwen3_vl(
+    lambda text: _qwen3_moe(text, "qwen3_vl_moe", peft_fused=False))

@@ -506,13 +506,14 @@ Biases = tuple[bool, bool, bool]
 
 
 def _dense_swiglu(cfg: _Config, model_type: str, *, biases: Callable[[_Config], Biases],
-                  qk_norm: bool = False) -> ModelShape:
+                  qk_norm: bool = False, tied_default: bool = False) -> ModelShape:
     """The Llama layout the dense Llama, Mistral, Qwen2 and Qwen3 share: RMSNorm before
     attention and MLP (and one final), separate q/k/v/o, SwiGLU.
 
     The models differ only in which linears carry a bias (``biases`` reads the config's flags,
     after the sizes, as the builders always read them) and in Qwen3's RMSNorm on q and k per
-    head (``qk_norm``: ``head_dim`` weights each, two per layer)."""
+    head (``qk_norm``: ``head_dim`` weights each, two per layer). ``tied_default``: what the
+    config class assumes when ``tie_word_embeddings`` is left out (``SmolLM3Config``: True)."""
     att = _attention_dims(cfg)
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
@@ -523,7 +524,7 @@ def _dense_swiglu(cfg: _Config, model_type: str, *, biases: Callable[[_Config], 
     return _assemble(
         cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=qk_norm,
-        tied=cfg.flag("tie_word_embeddings", False),
+        tied=cfg.flag("tie_word_embeddings", tied_default),
     )
 
 
@@ -571,12 +572,15 @@ def fused_experts(
     ]
 
 
-def _qwen3_moe(cfg: _Config) -> ModelShape:
+def _qwen3_moe(cfg: _Config, model_type: str = "qwen3_moe", *,
+               peft_fused: bool = True) -> ModelShape:
     """Qwen3-MoE: Qwen3 attention; sparse layers hold a router and ``num_experts`` SwiGLU experts.
 
     A layer is sparse unless listed in ``mlp_only_layers`` or skipped by
     ``decoder_sparse_step`` (as ``Qwen3MoeDecoderLayer`` decides); dense layers use
-    ``intermediate_size``.
+    ``intermediate_size``. ``peft_fused`` False: PEFT's conversion table does not know the
+    model type (Qwen3-VL-MoE's text model), so it adapts neither the fused experts nor the
+    router parameter, and the dense layers' ``nn.Linear`` MLPs as any others.
     """
     att = _attention_dims(cfg)
     layers = cfg.integer("num_hidden_layers")
@@ -589,13 +593,14 @@ def _qwen3_moe(cfg: _Config) -> ModelShape:
     dense = layers - sparse
     attention_bias = cfg.flag("attention_bias", False)
     linears = _separate_attention(att, layers, qkv_bias=attention_bias, o_bias=attention_bias)
-    linears += fused_experts(att.hidden, moe_intermediate, sparse, experts, active)
+    linears += fused_experts(att.hidden, moe_intermediate, sparse, experts, active,
+                             peft_fused=peft_fused, router_target=peft_fused)
     if dense:  # PEFT 0.21 remaps gate_proj/up_proj/down_proj onto the experts: not adapted
-        linears += [replace(spec, lora_target=False)
+        linears += [replace(spec, lora_target=not peft_fused)
                     for spec in _gated_mlp(att.hidden, intermediate, dense)]
     norms = (2 * layers + 1) * att.hidden + 2 * layers * att.head_dim
     return _assemble(
-        cfg, model_type="qwen3_moe", att=att, intermediate=intermediate, layers=layers,
+        cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=True,
         tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,
         experts_per_token=active, moe_intermediate=moe_intermediate,

@@ -56,6 +56,7 @@ VISION_FIELDS: dict[str, tuple[str, ...]] = {
                 "num_position_embeddings"),
 }
 VISION_FIELDS["qwen3_5_moe"] = VISION_FIELDS["qwen3_5"]
+VISION_FIELDS["qwen3_vl"] = VISION_FIELDS["qwen3_vl_moe"] = VISION_FIELDS["qwen3_5"]
 # Gemma 4 (app/engine/arch_gemma4.py): the second attention width, per-layer embeddings and the
 # experts beside the MLP; its vision and audio towers. num_kv_shared_layers and
 # num_global_key_value_heads follow the layers and kv heads (config_at), as they must.
@@ -73,6 +74,7 @@ TOP_FIELDS: dict[str, tuple[str, ...]] = {"mistral3": ("spatial_merge_size",)}
 TEXT_FIELDS: dict[str, tuple[str, ...]] = {
     "gemma3": _COMMON, "mistral3": _COMMON, "qwen3_5": FIELDS["qwen3_5"],
     "qwen3_5_moe": FIELDS["qwen3_5_moe"], "gemma4": FIELDS["gemma4_text"],
+    "qwen3_vl": _COMMON, "qwen3_vl_moe": FIELDS["qwen3_moe"],
 }
 for _nested, _text in TEXT_FIELDS.items():
     FIELDS[_nested] = tuple(dict.fromkeys(

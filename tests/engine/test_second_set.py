@@ -1,0 +1,85 @@
+"""The second set of newer families (issue 29, point 2): counted exactly, not approximated.
+
+Each was sized approximately before, and misleadingly: SmolLM3 8.5 % high (its embeddings taken
+as untied), Qwen3-VL without its vision tower, and Qwen3-VL-MoE's LoRA as one adapter per
+expert where PEFT 0.21 adapts attention only. The expected figures are transformers 5.25 and
+PEFT 0.21 on the meta device (``tools/model_counts.py`` -> ``expected_hybrid.json``,
+``tools/moe_counts.py`` -> ``expected_moe.json``) from the released configs
+(``tests/fixtures/hf_configs/SOURCES.md``); ``test_hf_configs.py`` and ``test_moe_configs.py``
+hold every figure, these tests the points the issue names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.engine.approximate import shape_of
+from app.engine.estimate import GpuSpec, Job, estimate
+from app.engine.serving_kv import kv_layout
+from app.engine.states import LoraSetup, lora_trainable_params
+
+CARD = GpuSpec("card", "Card", 141 * 10**9, "9.0")
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+HYBRID: dict[str, dict[str, Any]] = json.loads((CONFIGS / "expected_hybrid.json").read_text())
+MOE: dict[str, dict[str, Any]] = json.loads((CONFIGS / "expected_moe.json").read_text())["models"]
+
+
+def _config(slug: str) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((CONFIGS / f"{slug}.json").read_text())
+    return config
+
+
+@pytest.mark.parametrize("slug", [
+    "smollm3-3b", "qwen3-vl-2b-instruct", "qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct",
+    "qwen3-vl-235b-a22b-instruct",
+])
+def test_counted_exactly_not_approximately(slug: str) -> None:
+    shape = shape_of(_config(slug))
+    assert shape.approximation is None
+    assert shape.total_params == HYBRID[slug]["text_total"]
+    assert shape.tower_params == HYBRID[slug]["tower"]
+
+
+def test_smollm3_ties_its_embeddings_as_its_config_class_does() -> None:
+    """``SmolLM3Config.tie_word_embeddings`` defaults to True: leaving it out changes nothing."""
+    config = _config("smollm3-3b")
+    del config["tie_word_embeddings"]
+    shape = shape_of(config)
+    assert shape.tied_embeddings and shape.split.lm_head == 0
+    assert shape.total_params == HYBRID["smollm3-3b"]["total"] == 3_075_098_624
+
+
+@pytest.mark.parametrize("slug", ["qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct"])
+def test_the_qwen3_vl_tower_is_counted_frozen_and_stated(slug: str) -> None:
+    shape = shape_of(_config(slug))
+    result = estimate(shape, Job(method="lora"), [CARD])
+    assert shape.tower_params == HYBRID[slug]["tower"] > 500_000_000
+    assert ("tower", {"params": shape.tower_params}) in result.assumption_items
+
+
+@pytest.mark.parametrize("slug", ["qwen3-vl-30b-a3b-instruct", "qwen3-vl-235b-a22b-instruct"])
+def test_qwen3_vl_moe_lora_follows_peft_and_the_per_expert_convention(slug: str) -> None:
+    """PEFT 0.21 has no conversion entry for qwen3_vl_moe: it adapts attention only (the fused
+    experts and the router are parameters it leaves alone); per expert, every expert too."""
+    shape = shape_of(_config(slug))
+    fused = lora_trainable_params(shape, LoraSetup(rank=16))
+    per_expert = lora_trainable_params(shape, LoraSetup(rank=16, moe_lora="per-expert"))
+    assert fused == MOE[slug]["lora_r16"] == HYBRID[slug]["lora_r16_text"]
+    assert per_expert == MOE[slug]["lora_r16_per_expert"]
+    assert per_expert > 50 * fused
+    assert shape.active_params == MOE[slug]["active"]
+
+
+@pytest.mark.parametrize(("slug", "per_token"), [
+    # 2 (K and V) x layers x kv heads x head_dim x 2 bytes (bf16)
+    ("smollm3-3b", 2 * 36 * 4 * 128 * 2),
+    ("qwen3-vl-8b-instruct", 2 * 36 * 8 * 128 * 2),
+    ("qwen3-vl-30b-a3b-instruct", 2 * 48 * 4 * 128 * 2),
+])
+def test_kv_bytes_per_token_for_serving(slug: str, per_token: int) -> None:
+    config = _config(slug)
+    assert kv_layout(config, shape_of(config)).bytes_per_token(1, 2) == per_token
