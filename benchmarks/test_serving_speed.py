@@ -29,7 +29,7 @@ JOBS = {
 @pytest.mark.parametrize("levers", [False, True], ids=["fits", "with-levers"])
 def test_one_serving_estimate_against_the_catalog(benchmark: Any, name: str,
                                                   levers: bool) -> None:
-    slug, job = JOBS[name]
-    shape, layout = resolve_model(CATALOG, ServingRequest(job=job, model_slug=slug))
+    slug, asked = JOBS[name]
+    shape, layout, job = resolve_model(CATALOG, ServingRequest(job=asked, model_slug=slug))
     result = benchmark(serving_estimate, shape, layout, job, GPUS, with_levers=levers)
     assert len(result.fits) == len(GPUS)
