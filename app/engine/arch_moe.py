@@ -23,6 +23,8 @@ builder to those counts for real configs, to the parameter):
   expert, dense layers of width ``intermediate_size_mlp``; the vision tower is counted apart
   (``ModelShape.tower_params``) and stays frozen.
 * ``kimi_k25``: the ``text_config`` built as ``deepseek_v3``; the MoonViT tower apart.
+* ``mimo_v2_flash`` (MiMo-V2-Flash): full and sliding attention of different widths (sinks on
+  the sliding layers), one dense layer, the rest ``n_routed_experts`` experts.
 
 Experts are fused 3-D tensors in transformers 5: one ``gate_up_proj`` (hidden -> 2 x width) and
 one ``down_proj`` per layer, ``n_routed_experts`` deep. The parameter count is that of one
@@ -56,10 +58,15 @@ from app.engine.shapes import (
 )
 
 PEFT_FUSED_TYPES: frozenset[str] = frozenset(
-    {"deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe", "glm4_moe_lite",
-     "glm_moe_dsa", "minimax_m2"}
+    {"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa",
+     "minimax_m2"}
 )
-"""Model types whose fused experts PEFT 0.21 adapts (module docstring)."""
+"""Model types whose fused experts PEFT 0.21 adapts (module docstring). Not ``kimi_k25``:
+PEFT looks up the wrapped model's own type, and on ``Kimi_K25ForConditionalGeneration`` that
+is ``kimi_k25``, which its table lacks, so it adapts the language model's ``nn.Linear`` layers
+only (attention, dense and shared-expert MLPs): 88,798,208 parameters at r16 on Kimi-K2.5
+(``tools/model_counts.py``, transformers 5.25, PEFT 0.21.2), not the 11.8 billion of its
+experts adapted per expert."""
 
 # Activations of multi-head latent attention: those of standard attention with keys and values
 # expanded per head (kv_b_proj's output holds k_nope and v, the new key tensor k_nope and k_rope;
@@ -81,6 +88,15 @@ MLA_MODEL_TYPES: frozenset[str] = frozenset(
 SINK_MODEL_TYPES: frozenset[str] = frozenset({"gpt_oss"})
 """Attention sinks and sliding windows: eager attention's scores in the sinks' dtype
 (activations.eager_score_bytes), measured on a tiny gpt-oss (assumption "sinks")."""
+
+MIMO_DEFAULTS: dict[str, int] = {
+    "num_key_value_heads": 4, "head_dim": 192, "v_head_dim": 128, "n_routed_experts": 256,
+    "moe_intermediate_size": 2048,
+}
+"""``MiMoV2FlashConfig`` defaults (transformers 5.25) a released config may leave out."""
+MIMO_FULL_EVERY = 6
+"""``MiMoV2FlashConfig.layer_types`` default: full attention at layer 0 and where
+``(i + 1) % 6 == 0``, sliding elsewhere."""
 
 # The sparse-attention indexer's LayerNorm on its keys (weight and bias): transformers'
 # DeepseekV32Indexer / GlmMoeDsaIndexer, ``nn.LayerNorm(index_head_dim)``.
@@ -215,9 +231,10 @@ def _mla(cfg: _Config, model_type: str, *, indexer: bool, lite: bool = False) ->
             LinearSpec("weights_proj", "qkv", hidden, index_heads, with_indexer),
         ]
         norm += with_indexer * INDEXER_NORM_PARAMS_PER_WIDTH * index_dim
-    linears += _experts(hidden, moe, peft_fused=True, router_target=True)
-    linears += _mlp(hidden, moe.width * shared, moe.layers, target=False)
-    linears += _mlp(hidden, intermediate, layers - moe.layers, target=False)
+    fused = model_type in PEFT_FUSED_TYPES
+    linears += _experts(hidden, moe, peft_fused=fused, router_target=fused)
+    linears += _mlp(hidden, moe.width * shared, moe.layers, target=not fused)
+    linears += _mlp(hidden, intermediate, layers - moe.layers, target=not fused)
     att = _Attention(hidden, heads, heads, qk_dim)
     shape = _shape(cfg, model_type=model_type, att=att, layers=layers,
                    intermediate=intermediate, linears=linears, norm=norm, other=0, moe=moe)
@@ -344,6 +361,53 @@ def _llama4_text(cfg: _Config, *, model_type: str = "llama4_text", tower: int = 
                   tower=tower)
 
 
+def _mimo_v2_flash(cfg: _Config) -> ModelShape:
+    """MiMo-V2-Flash (``modeling_mimo_v2_flash``, transformers 5.25): ``layer_types`` full or
+    sliding attention (``MiMoV2FlashConfig`` default: full at layer 0 and every sixth, the
+    release's ``hybrid_layer_pattern``, which transformers does not read), the sliding layers
+    with twice ``num_key_value_heads`` and a learned sink per head (counted with the biases);
+    q and k ``head_dim`` wide, v and o ``v_head_dim``; ``mlp_layer_types`` dense or sparse
+    (default: the first dense, as the release's ``moe_layer_freq``), a dense layer a SwiGLU MLP
+    of ``intermediate_size``, a sparse one a router and ``n_routed_experts`` fused experts, no
+    shared expert. PEFT 0.21's conversion table has no entry for it: experts and router are
+    not adapted (attention and the dense MLP are)."""
+    hidden = cfg.integer("hidden_size")
+    layers = cfg.integer("num_hidden_layers")
+    heads = cfg.integer("num_attention_heads")
+    kv_heads = cfg.integer("num_key_value_heads", default=MIMO_DEFAULTS["num_key_value_heads"])
+    head_dim = cfg.integer("head_dim", default=MIMO_DEFAULTS["head_dim"])
+    v_dim = cfg.integer("v_head_dim", default=MIMO_DEFAULTS["v_head_dim"])
+    kinds = cfg.raw.get("layer_types")
+    sliding = (_layer_kinds("layer_types", kinds, layers, ("sliding_attention", "full_attention"))
+               if kinds is not None else
+               layers - 1 - layers // MIMO_FULL_EVERY)
+    mlp_kinds = cfg.raw.get("mlp_layer_types")
+    sparse = (_layer_kinds("mlp_layer_types", mlp_kinds, layers, ("dense", "sparse"))
+              if mlp_kinds is not None else layers - 1)
+    experts = cfg.integer("n_routed_experts", default=MIMO_DEFAULTS["n_routed_experts"])
+    moe = _Moe(experts, _experts_per_token(cfg, experts, "n_routed_experts"),
+               cfg.integer("moe_intermediate_size", default=MIMO_DEFAULTS["moe_intermediate_size"]),
+               sparse)
+    intermediate = cfg.integer("intermediate_size")
+    bias = cfg.flag("attention_bias", False)
+    linears: list[LinearSpec] = []
+    for count, kv in ((layers - sliding, kv_heads), (sliding, 2 * kv_heads)):
+        if count:
+            linears += [
+                LinearSpec("q_proj", "q", hidden, heads * head_dim, count, bias=bias),
+                LinearSpec("k_proj", "k", hidden, kv * head_dim, count, bias=bias),
+                LinearSpec("v_proj", "v", hidden, kv * v_dim, count, bias=bias),
+                LinearSpec("o_proj", "o", heads * v_dim, hidden, count),
+            ]
+    linears += _experts(hidden, moe, peft_fused=False, router_target=False)
+    linears += _mlp(hidden, intermediate, layers - sparse, target=True)
+    att = _Attention(hidden, heads, kv_heads, head_dim)
+    shape = _shape(cfg, model_type="mimo_v2_flash", att=att, layers=layers,
+                   intermediate=intermediate, linears=linears, norm=(2 * layers + 1) * hidden,
+                   other=sliding * heads, moe=moe, mask_kinds=2 if sliding else 1)
+    return replace(shape, attention_sinks=sliding > 0)
+
+
 def _text_config(cfg: _Config) -> _Config:
     text = cfg.raw.get("text_config")
     if not isinstance(text, Mapping):
@@ -444,6 +508,7 @@ BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
     "glm_moe_dsa": _glm_moe_dsa,
     "minimax_m2": _minimax_m2,
     "gpt_oss": _gpt_oss,
+    "mimo_v2_flash": _mimo_v2_flash,
     "llama4": _llama4,
     "llama4_text": _llama4_text,
 }

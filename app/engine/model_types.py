@@ -41,7 +41,7 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
 # Mixture-of-experts and MLA families (app/engine/arch_moe.py).
 MOE_MODEL_TYPES: tuple[str, ...] = (
     "deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe", "glm4_moe_lite",
-    "glm_moe_dsa", "minimax_m2", "gpt_oss", "llama4", "llama4_text",
+    "glm_moe_dsa", "minimax_m2", "gpt_oss", "llama4", "llama4_text", "mimo_v2_flash",
 )
 SUPPORTED_MODEL_TYPES += MOE_MODEL_TYPES
 

@@ -99,6 +99,8 @@ FIELDS["glm4_moe"] = (*_COMMON, "n_routed_experts", "num_experts_per_tok",
 FIELDS["minimax_m2"] = FIELDS["gpt_oss"] = (*_COMMON, "num_local_experts", "num_experts_per_tok")
 FIELDS["llama4_text"] = (*_COMMON, "num_local_experts", "num_experts_per_tok",
                          "interleave_moe_layer_step", "intermediate_size_mlp")
+FIELDS["mimo_v2_flash"] = (*_COMMON, "v_head_dim", "n_routed_experts", "num_experts_per_tok",
+                           "moe_intermediate_size")
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:

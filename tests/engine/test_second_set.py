@@ -83,3 +83,44 @@ def test_qwen3_vl_moe_lora_follows_peft_and_the_per_expert_convention(slug: str)
 def test_kv_bytes_per_token_for_serving(slug: str, per_token: int) -> None:
     config = _config(slug)
     assert kv_layout(config, shape_of(config)).bytes_per_token(1, 2) == per_token
+
+
+def test_mimo_v2_flash_counts_its_experts() -> None:
+    """It was sized approximately at 16.0 B, about 5 % of its 308.8 B (the experts missed)."""
+    shape = shape_of(_config("mimo-v2-flash"))
+    expected = MOE["mimo-v2-flash"]
+    assert shape.approximation is None
+    assert shape.total_params == expected["total"] == 308_778_768_832
+    assert shape.active_params == expected["active"]
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == expected["lora_r16"]
+    per_expert = LoraSetup(rank=16, moe_lora="per-expert")
+    assert lora_trainable_params(shape, per_expert) == expected["lora_r16_per_expert"]
+
+
+# Point 3: on a multimodal checkpoint LoRA "all-linear" adapts what PEFT adapts when it wraps
+# that checkpoint's class (the language model's share; the tower stays frozen, and the note
+# "tower_lora" says so). tools/model_counts.py's lora_r16_text is that figure.
+MULTIMODAL = {
+    "kimi-k2.5": "kimi_k25", "gemma-3-4b-it": "gemma3", "gemma-4-26b-a4b": "gemma4",
+    "gemma-4-e4b-it": "gemma4", "mistral-small-3.1-24b-instruct-2503": "mistral3",
+    "qwen3.5-27b": "qwen3_5", "qwen3.6-35b-a3b": "qwen3_5_moe",
+    "qwen3-vl-8b-instruct": "qwen3_vl", "qwen3-vl-30b-a3b-instruct": "qwen3_vl_moe",
+}
+
+
+@pytest.mark.parametrize("slug", sorted(MULTIMODAL))
+def test_multimodal_lora_is_what_peft_builds_on_the_checkpoint_class(slug: str) -> None:
+    shape = shape_of(_config(slug))
+    assert shape.model_type == MULTIMODAL[slug]
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == HYBRID[slug]["lora_r16_text"]
+    result = estimate(shape, Job(method="lora"), [CARD])
+    assert ("tower_lora", {}) in result.assumption_items
+
+
+def test_kimi_k25_is_not_adapted_per_expert_by_peft() -> None:
+    """PEFT 0.21 looks up ``kimi_k25`` in its conversion table and finds nothing: it adapts the
+    language model's nn.Linear layers only (88.8 M at r16), not the experts (11.8 B, which the
+    engine gave before)."""
+    shape = shape_of(_config("kimi-k2.5"))
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == 88_798_208
+    assert MOE["kimi-k2.5"]["lora_r16"] == 88_798_208
