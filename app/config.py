@@ -1,4 +1,4 @@
-"""Settings from the environment (prefix ``SIZER_``) and the project's fixed paths.
+"""Settings from the environment (prefix ``SIZER_``) and the package's fixed paths.
 
 Why this module is shaped the way it is:
 
@@ -30,18 +30,18 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, Settin
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from app import paths
+
 ENV_PREFIX = "SIZER_"
 
-# Package paths. Everything the service reads at run time is package data inside app/
-# (pyproject.toml, [tool.setuptools.package-data]), found relative to this file: the same
-# in a checkout, an editable install, an installed wheel and the image, whatever the
-# working directory. Nothing at run time reads tools/, docs/ or the checkout's root.
-APP_DIR: Path = Path(__file__).resolve().parent
-TEMPLATES_DIR: Path = APP_DIR / "templates"
-STATIC_DIR: Path = APP_DIR / "static"
-MIGRATIONS_DIR: Path = APP_DIR / "migrations"
-LOCALES_DIR: Path = APP_DIR / "locales"
-SEED_DIR: Path = APP_DIR / "catalog" / "seed"
+# The package's own files (app/paths.py, standard library only), named here too for the modules
+# that read the settings anyway.
+APP_DIR: Path = paths.APP_DIR
+TEMPLATES_DIR: Path = paths.TEMPLATES_DIR
+STATIC_DIR: Path = paths.STATIC_DIR
+MIGRATIONS_DIR: Path = paths.MIGRATIONS_DIR
+LOCALES_DIR: Path = paths.LOCALES_DIR
+SEED_DIR: Path = paths.SEED_DIR
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/sizer.db"
 """Relative to the working directory, as ``make run`` starts from the checkout."""

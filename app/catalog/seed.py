@@ -18,11 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy.orm import Session
-
-from app.catalog import repository, revision
 from app.catalog.schemas import (
     STOCK_STATUSES,
     SYSTEM_KINDS,
@@ -32,10 +29,14 @@ from app.catalog.schemas import (
     ParamCounts,
     SystemRecord,
 )
-from app.config import SEED_DIR
-from app.db.tables import GpuSku, ModelCard, System
 from app.engine.model_types import parse_config
 from app.engine.shapes import ShapeError
+from app.paths import SEED_DIR
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+Record = TypeVar("Record", GpuRecord, SystemRecord, ModelRecord)
 
 GPU_FACTS: tuple[str, ...] = (
     "name",
@@ -243,13 +244,18 @@ def read_seed(seed_dir: Path = SEED_DIR) -> SeedData:
 
 
 def load_seed_catalog(seed_dir: Path | None = None) -> Catalog:
-    """The catalog straight from the seed files (``SEED_DIR`` unless given), active rows only:
-    what a customer would see after seeding, for ``sizer estimate`` without a database and for
-    tests. The one such function; it used to return archived rows too, so ``sizer estimate``'s
-    fallback held a job against a card the seed had archived."""
+    """The catalog straight from the seed files (``SEED_DIR`` unless given), active rows only
+    and in the database's order (by slug, as ``app/catalog/repository.py`` reads them): what a
+    customer would see after seeding, for ``sizer estimate --offline`` and for tests, with the
+    cards in the same order as with a database. Reading needs neither SQLAlchemy nor the
+    settings (``benchmarks/test_cli_speed.py`` times the command)."""
     data = read_seed(SEED_DIR if seed_dir is None else seed_dir)
-    return Catalog(revision=0, gpus=data.gpus, systems=data.systems,
-                   models=data.models).active_only()
+    return Catalog(revision=0, gpus=_by_slug(data.gpus), systems=_by_slug(data.systems),
+                   models=_by_slug(data.models)).active_only()
+
+
+def _by_slug(records: tuple[Record, ...]) -> tuple[Record, ...]:
+    return tuple(sorted(records, key=lambda record: record.slug))
 
 
 # --- writing -----------------------------------------------------------------
@@ -281,6 +287,10 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
     may have added them). The catalog revision is bumped only if something
     changed, so seeding twice changes nothing at all.
     """
+    # The ORM only for writing: reading the seed files (above) must not import it.
+    from app.catalog import repository, revision
+    from app.db.tables import GpuSku, ModelCard, System
+
     data = read_seed(seed_dir)
     report = SeedReport()
 

@@ -1,19 +1,25 @@
 """``sizer estimate``: the engine's answer on the command line, as JSON or a table.
 
-``--model`` resolves against the catalog: the database when it is reachable and migrated, the
-seed files otherwise, so the command works before any server has run.
+``--model`` resolves against the catalog: the configured database, which must be reachable,
+migrated and seeded (else exit 2 saying which), or with ``--offline`` the seed files, said on
+standard error; with no database configured and none created yet, the seed files too, said the
+same way. Only what the path taken needs is imported: the seed path loads neither SQLAlchemy
+nor the settings (``benchmarks/test_cli_speed.py`` times it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
+from app.cli.errors import CliError
 from app.engine import EstimateResult, Job
 from app.engine.activations import ATTENTIONS
 from app.engine.checkpointing import CHECKPOINTING_SETTINGS
@@ -126,6 +132,9 @@ def add_card_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an ad-hoc card of this driver-reported total instead (24GiB, "
                         "80GB), reported as gpu 'custom'")
     parser.add_argument("--format", choices=("json", "table"), default="table")
+    parser.add_argument("--offline", action="store_true",
+                        help="answer from the seed files' catalog without the database "
+                        "(said on standard error)")
 
 
 def custom_memory(args: argparse.Namespace) -> int | None:
@@ -153,70 +162,111 @@ def read_config(path: Path) -> dict[str, Any]:
         raise DomainError(f"{path}: {error}", field="model-config") from error
 
 
-def load_catalog() -> Catalog:
-    """The database's catalog when it is reachable and migrated; the seed files otherwise.
-    Active rows only, either way (an archived card is never held against the job).
+OFFLINE_NOTE = "offline: the seed files' catalog, not the database"
+"""What ``--offline`` says on standard error, so a figure is never taken for the shop's own."""
+NO_DATABASE_NOTE = ("no database yet ({url}): the seed files' catalog; `sizer db upgrade` and "
+                    "`sizer db seed` make one")
+"""What the command says on standard error when SIZER_DATABASE_URL is not set and the default
+SQLite file does not exist: a fresh checkout answers, and says from what."""
+OFFLINE_HINT = "or pass --offline to answer from the seed files"
 
-    A SQLite database that does not exist yet counts as unreachable: connecting would create
-    it, and ``sizer estimate`` run in any directory left a ``data/sizer.db`` behind there.
-    Only "not usable" falls back (a bad setting, a refused connection); anything else is a bug
-    and shows as one, instead of silently answering from the seed files."""
+
+@dataclass(frozen=True, slots=True)
+class CatalogSource:
+    """The catalog a command sizes against, and the database it came from (None: the seed
+    files, which is also where a Hub repository id's config.json is then not kept)."""
+
+    catalog: Catalog
+    database_url: str | None
+
+
+def load_catalog(*, offline: bool = False) -> CatalogSource:
+    """The catalog: the seed files with ``offline`` (said on standard error; neither the
+    settings nor SQLAlchemy are imported), else the configured database, which must be
+    reachable, migrated and seeded, or :class:`CliError` (exit 2) says which and how to fix it.
+    A bad setting is refused naming it (exit 2). With SIZER_DATABASE_URL unset and the default
+    SQLite file not there yet, the seed files answer and say so: connecting would create the
+    file, and ``sizer estimate`` run in any directory would leave a ``data/sizer.db`` behind.
+    Active rows only, in slug order either way, so the cards come in the same order."""
+    if offline:
+        print(OFFLINE_NOTE, file=sys.stderr)
+        return CatalogSource(load_seed_catalog(), None)
     from app.config import ConfigurationError, load_settings
-    from app.db.session import database_file_missing
 
     try:
         settings = load_settings()
-    except ConfigurationError:
-        return load_seed_catalog()
-    if database_file_missing(settings.database_url):
-        return load_seed_catalog()  # and Alembic and the catalog service are never imported
+    except ConfigurationError as error:
+        raise CliError(str(error)) from error
+    url = settings.database_url
+    if "database_url" not in settings.model_fields_set and _sqlite_file_missing(url):
+        print(NO_DATABASE_NOTE.format(url=url), file=sys.stderr)
+        return CatalogSource(load_seed_catalog(), None)
+    return CatalogSource(_database_catalog(url), url)
 
+
+def _sqlite_file_missing(database_url: str) -> bool:
+    from app.db.urls import database_file_missing
+
+    return database_file_missing(database_url)
+
+
+def _database_catalog(database_url: str) -> Catalog:
+    """The catalog of a configured database, or CliError naming what is missing."""
+    if _sqlite_file_missing(database_url):
+        raise CliError(f"{database_url} does not exist; run `sizer db upgrade` and "
+                       f"`sizer db seed` first, {OFFLINE_HINT}", subject="database")
     from sqlalchemy.exc import SQLAlchemyError
 
     from app.catalog.service import CatalogCache, get_catalog
+    from app.config import ConfigurationError
     from app.db import migrate
-    from app.db.session import make_engine, make_session_factory
+    from app.db.session import check_database, make_engine, make_session_factory
 
     try:
-        engine = make_engine(settings.database_url)
-        try:
-            if not migrate.migration_state(engine).at_head:
-                return load_seed_catalog()
-            with make_session_factory(engine)() as session:
-                catalog = get_catalog(session, CatalogCache())  # one read per command
-        finally:
-            engine.dispose()
-    except (SQLAlchemyError, OSError):
-        return load_seed_catalog()
-    return catalog if catalog.gpus else load_seed_catalog()
+        check_database(database_url)
+    except ConfigurationError as error:
+        raise CliError(f"{error}; {OFFLINE_HINT}") from error
+    engine = make_engine(database_url)
+    try:
+        state = migrate.migration_state(engine)
+        if not state.at_head:
+            raise CliError(f"at migration {state.current or 'none'}, not {state.head}; run "
+                           f"`sizer db upgrade` first, {OFFLINE_HINT}", subject="database")
+        with make_session_factory(engine)() as session:
+            catalog = get_catalog(session, CatalogCache())  # one read per command
+    except SQLAlchemyError as error:
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        raise CliError(f"cannot read the catalog: {reason}; {OFFLINE_HINT}",
+                       subject="database") from error
+    finally:
+        engine.dispose()
+    if not catalog.gpus:
+        raise CliError(f"the catalog has no cards; run `sizer db seed` first, {OFFLINE_HINT}",
+                       subject="database")
+    return catalog
 
 
-def hub_choice(model: str, catalog: Catalog) -> ModelChoice:
+def hub_choice(model: str, source: CatalogSource) -> ModelChoice:
     """``--model OWNER/NAME[@REVISION]``: the catalog's model of that id, or the repository's
     config.json from the Hugging Face Hub (``app/catalog/hub.py``, the page's and the API's
-    service), kept in the database when it is reachable and migrated (as ``load_catalog``
-    decides), fetched every time otherwise. A refusal is a DomainError on ``model`` (exit 2)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
+    service), kept in the database the catalog came from, fetched every time without one
+    (``--offline``, or no database yet). A refusal is a DomainError on ``model`` (exit 2)."""
     from app.catalog import hub
-    from app.config import load_settings
-    from app.db import migrate
-    from app.db.session import database_file_missing, make_engine, make_session_factory
+    from app.config import ConfigurationError, load_settings
 
-    settings = load_settings()
-    access = hub.HubAccess.of(settings, hub.HubFlights())
-    if database_file_missing(settings.database_url):
-        return hub.choose_model(None, catalog, model, access=access)
-    engine = make_engine(settings.database_url)
     try:
-        try:
-            usable = migrate.migration_state(engine).at_head
-        except (SQLAlchemyError, OSError):
-            usable = False
-        if not usable:
-            return hub.choose_model(None, catalog, model, access=access)
+        settings = load_settings()
+    except ConfigurationError as error:
+        raise CliError(str(error)) from error
+    access = hub.HubAccess.of(settings, hub.HubFlights())
+    if source.database_url is None:
+        return hub.choose_model(None, source.catalog, model, access=access)
+    from app.db.session import make_engine, make_session_factory
+
+    engine = make_engine(source.database_url)
+    try:
         with make_session_factory(engine).begin() as session:  # keeps what it fetched
-            return hub.choose_model(session, catalog, model, access=access)
+            return hub.choose_model(session, source.catalog, model, access=access)
     finally:
         engine.dispose()
 
@@ -224,10 +274,11 @@ def hub_choice(model: str, catalog: Catalog) -> ModelChoice:
 def run(args: argparse.Namespace) -> int:
     config: Mapping[str, Any] | None = (read_config(args.model_config) if args.model_config
                                          else None)
-    catalog = load_catalog()
+    source = load_catalog(offline=args.offline)
+    catalog = source.catalog
     slug, fetched = args.model, None
     if args.model is not None and "/" in args.model:  # a Hub repository id (hub.is_repo_id)
-        choice = hub_choice(args.model, catalog)
+        choice = hub_choice(args.model, source)
         slug, config, fetched = choice.slug, choice.config, choice.hub
     switches = service.library_switches(
         bnb_version=args.bnb_version, method=args.method,

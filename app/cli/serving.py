@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     )
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as one
     # line naming the field and exits 2.
-    result = serving.serving_estimate(load_catalog(), request, cache=EstimateCache())
+    catalog = load_catalog(offline=args.offline).catalog
+    result = serving.serving_estimate(catalog, request, cache=EstimateCache())
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -7,11 +7,10 @@ imports no web framework, so the CLI opens a database without loading FastAPI.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
     DBAPIError,
     DisconnectionError,
@@ -22,6 +21,7 @@ from sqlalchemy.exc import (
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import ConfigurationError
+from app.db.urls import sqlite_file
 
 SessionFactory = sessionmaker[Session]
 
@@ -30,22 +30,6 @@ RETRY_AFTER_S = 5
 
 CONNECT_TIMEOUT_S = 5
 """How long start-up waits for PostgreSQL before calling the URL unreachable."""
-
-
-def _sqlite_file(url: URL) -> Path | None:
-    database = url.database
-    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
-        return None
-    if database.startswith("file:"):  # URI form; leave it to the user
-        return None
-    return Path(database)
-
-
-def database_file_missing(database_url: str) -> bool:
-    """A SQLite URL whose file does not exist yet: connecting would create it (and
-    :func:`make_engine` its directory), which a command that only reads must not do."""
-    path = _sqlite_file(make_url(database_url))
-    return path is not None and not path.exists()
 
 
 def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
@@ -62,7 +46,7 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     """
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
-        path = _sqlite_file(url)
+        path = sqlite_file(url)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         # FastAPI runs sync endpoints in a thread pool; pooled connections hop threads.

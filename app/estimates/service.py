@@ -7,6 +7,7 @@ none of them computes memory itself, so the three give identical numbers for the
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +32,6 @@ from app.engine.sharding import ShardingImpl, checked_impl
 from app.engine.speed import AttentionLayers, Training, config_attention_layers
 from app.errors import InvalidInput, NotFound
 from app.estimates import job_limits
-from app.ops import metrics
 
 _T = TypeVar("_T")
 _Row = TypeVar("_Row")
@@ -254,8 +254,18 @@ def estimate(catalog: Catalog, request: EstimateRequest, *,
     job_limits.check(request.job)
     result = cache.remembered("estimate", catalog, request,
                               lambda: _estimate(catalog, request))
-    metrics.ESTIMATES.labels(request.job.method).inc()
+    _count(request.job.method)
     return result
+
+
+def _count(method: str) -> None:
+    """One more estimate of ``method`` in the process's metrics, where the process has them:
+    the web application imports ``app.ops.metrics`` for ``/metrics`` (``app/ops/router.py``);
+    a ``sizer`` command, which has no endpoint to count for, starts without prometheus_client
+    (``benchmarks/test_cli_speed.py`` times it)."""
+    metrics = sys.modules.get("app.ops.metrics")
+    if metrics is not None:
+        metrics.ESTIMATES.labels(method).inc()
 
 
 def estimate_json(catalog: Catalog, request: EstimateRequest, *, cache: EstimateCache) -> bytes:
@@ -267,7 +277,7 @@ def estimate_json(catalog: Catalog, request: EstimateRequest, *, cache: Estimate
         lambda: json.dumps(_estimate_uncounted(catalog, request, cache).to_dict(),
                            separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
     )
-    metrics.ESTIMATES.labels(request.job.method).inc()
+    _count(request.job.method)
     return document
 
 

@@ -40,8 +40,8 @@ def test_the_seed_catalog_holds_active_rows_only(seed_files: SeedFiles) -> None:
 @pytest.fixture
 def no_database(seed_files: SeedFiles, tmp_path: Path,
                 monkeypatch: pytest.MonkeyPatch) -> SeedFiles:
-    """``sizer estimate`` with no database (a SQLite file that does not exist) and the test's
-    seed files in place of the shipped ones."""
+    """``sizer estimate --offline`` (a SQLite file that does not exist configured) and the
+    test's seed files in place of the shipped ones."""
     monkeypatch.setenv("SIZER_DATABASE_URL", f"sqlite:///{tmp_path / 'absent.db'}")
     monkeypatch.setattr(seed_module, "SEED_DIR", seed_files.dir)
     _archive(seed_files)
@@ -51,7 +51,8 @@ def no_database(seed_files: SeedFiles, tmp_path: Path,
 def test_sizer_estimate_without_a_database_skips_an_archived_card(
     no_database: SeedFiles,
 ) -> None:
-    run = sizer("estimate", "--model", "tiny-llama", "--method", "lora", "--format", "json")
+    run = sizer("estimate", "--offline", "--model", "tiny-llama", "--method", "lora",
+                "--format", "json")
 
     assert run.code == 0, run.stderr
     cards = {fit["gpu"] for fit in json.loads(run.stdout)["fits"]}
@@ -61,7 +62,8 @@ def test_sizer_estimate_without_a_database_skips_an_archived_card(
 def test_sizer_estimate_without_a_database_refuses_an_archived_card_or_model(
     no_database: SeedFiles,
 ) -> None:
-    card = sizer("estimate", "--model", "tiny-llama", "--method", "lora", "--gpu", ARCHIVED_GPU)
+    card = sizer("estimate", "--offline", "--model", "tiny-llama", "--method", "lora",
+                 "--gpu", ARCHIVED_GPU)
     assert card.code == 2 and ARCHIVED_GPU in card.stderr
-    model = sizer("estimate", "--model", "tiny-mixtral", "--method", "lora")
+    model = sizer("estimate", "--offline", "--model", "tiny-mixtral", "--method", "lora")
     assert model.code == 2 and "tiny-mixtral" in model.stderr

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from app.cli import EXIT_BROKEN_PIPE
+from app.cli.estimate import NO_DATABASE_NOTE
+from app.config import DEFAULT_DATABASE_URL
 
 SIZER = Path(sys.executable).with_name("sizer")
 TIMEOUT_S = 60
@@ -25,13 +27,33 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def test_estimate_from_any_directory_leaves_nothing_behind(tmp_path: Path) -> None:
-    """With the default SIZER_DATABASE_URL (./data/sizer.db, which does not exist here) the
-    seed files answer, and no data/ directory or database file appears where it ran."""
+    """With no SIZER_DATABASE_URL and no ./data/sizer.db yet, the seed files answer and the
+    command says so, and no data/ directory or database file appears where it ran."""
     run = subprocess.run([str(SIZER), *ESTIMATE, "--format", "json"], cwd=tmp_path,
                          env=_clean_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["params"]["total"] == 8030261248
+    assert run.stderr == NO_DATABASE_NOTE.format(url=DEFAULT_DATABASE_URL) + "\n"
     assert list(tmp_path.iterdir()) == []
+
+
+SEED_PATH_SPARES = ("sqlalchemy", "pydantic", "pydantic_settings", "prometheus_client",
+                    "alembic", "fastapi", "jinja2", "app.db", "app.config")
+"""What ``sizer estimate --offline`` does without: the settings, the database layer and the
+web's metrics (each a noticeable share of the command's start; benchmarks/test_cli_speed.py)."""
+
+
+def test_the_seed_path_imports_neither_the_database_nor_the_settings(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from app.cli import main\n"
+        "main(['estimate', '--offline', '--model', 'llama-3.1-8b', '--method', 'lora'])\n"
+        f"print(','.join(m for m in {SEED_PATH_SPARES!r} if m in sys.modules), "
+        "file=sys.stderr)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_clean_env(),
+                         capture_output=True, text=True, check=True, timeout=TIMEOUT_S)
+    assert run.stderr.splitlines()[-1] == ""
 
 
 def test_a_closed_output_pipe_ends_quietly(tmp_path: Path) -> None:
@@ -44,7 +66,7 @@ def test_a_closed_output_pipe_ends_quietly(tmp_path: Path) -> None:
     assert process.stdout is not None
     process.stdout.close()  # before the command has started: every write finds no reader
     _, stderr = process.communicate(timeout=TIMEOUT_S)
-    assert stderr.decode() == ""
+    assert stderr.decode() == NO_DATABASE_NOTE.format(url=DEFAULT_DATABASE_URL) + "\n"
     assert process.returncode == EXIT_BROKEN_PIPE
 
 

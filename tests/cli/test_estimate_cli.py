@@ -8,18 +8,21 @@ from pathlib import Path
 
 import pytest
 
+from app.cli.estimate import OFFLINE_NOTE
 from tests.cli.runner import Run
 from tests.cli.runner import sizer as run_sizer
 from tests.engine.reference import REFERENCE
 
 
 def sizer(*args: str, tmp_path: Path) -> Run:
-    """``sizer ARGS`` with no database yet (the seed files' catalog), as on a fresh machine."""
+    """``sizer ARGS --offline`` (the seed files' catalog), with a database URL that names no
+    file yet; the note --offline prints on standard error is taken off, so a test sees what
+    the command says besides (tests/cli/test_estimate_database.py holds the note itself)."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SIZER_DATABASE_URL", f"sqlite:///{tmp_path / 'none.db'}")
-        run = run_sizer(*args)
+        run = run_sizer(*args, "--offline")
     assert not (tmp_path / "none.db").exists()  # estimate reads; it never creates a database
-    return run
+    return Run(run.code, run.stdout, run.stderr.removeprefix(f"{OFFLINE_NOTE}\n"))
 
 
 def test_json_document_has_the_contracted_shape(tmp_path: Path) -> None:

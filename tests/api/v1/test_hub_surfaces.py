@@ -145,7 +145,7 @@ def test_the_cli_without_a_database_still_fetches(
 ) -> None:
     monkeypatch.setenv("SIZER_DATABASE_URL", f"sqlite:///{tmp_path / 'none.db'}")
     monkeypatch.setenv("HF_ENDPOINT", fake_hub.endpoint)  # huggingface_hub's own variable
-    run = sizer("estimate", "--model", REPO, "--method", "lora", "--format", "json")
+    run = sizer("estimate", "--offline", "--model", REPO, "--method", "lora", "--format", "json")
     assert run.code == 0, run.stderr
     assert json.loads(run.stdout)["params"]["total"] > 0
     assert not (tmp_path / "none.db").exists()
