@@ -4,11 +4,10 @@ Four caches make a worker fast without making it the truth (the database is): th
 snapshot (:class:`app.catalog.service.CatalogCache`), the estimate answers
 (:class:`app.estimates.service.EstimateCache`), the checked API keys
 (:class:`app.accounts.api_keys.KeyCheckCache`) and the calculator's rendered htmx results
-(:class:`app.html.fragments.FragmentCache`). They used to be module globals, which every test
-had to reset by hand and two applications in one process shared. Now ``create_app`` builds one
-:class:`Caches` and keeps it on ``app.state.caches`` (the partner sub-application holds the same
-object), each CLI command that needs one builds its own, and every service that uses a cache
-takes it as an argument. A new application (or a new test) starts with empty caches.
+(:class:`app.html.fragments.FragmentCache`). ``create_app`` builds one :class:`Caches` and
+keeps it on ``app.state.caches`` (the partner sub-application holds the same object), each CLI
+command that needs one builds its own, and every service that uses a cache takes it as an
+argument. A new application (or a new test) starts with empty caches.
 
 The rule: docs/architecture.md rule 15. How long each keeps what, and what drops it:
 docs/architecture.md, "Where caches live".

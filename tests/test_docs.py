@@ -171,3 +171,50 @@ def test_a_rule_or_section_the_document_lacks_is_reported() -> None:
 )
 def test_other_architecture_documents_are_recognised(text: str, cites_outside: bool) -> None:
     assert bool(OUTSIDE_DOCUMENT.search(text)) is cites_outside
+
+
+MODULE_ROW = re.compile(r"^\| `(app/[\w/.]*)` \| (.*) \|$", re.MULTILINE)
+"""A row of the table "What each package owns": the package (``app/x/``) or module
+(``app/x.py``) in the first cell, what it owns in the second."""
+
+
+def module_table(text: str) -> dict[str, str]:
+    """Each row of "What each package owns": its package or module, and the text of its row."""
+    return dict(MODULE_ROW.findall(text))
+
+
+def unlisted_modules(table: dict[str, str], modules: list[str]) -> list[str]:
+    """The modules (paths under app/) that the table does not name: a module is named by its
+    own row, or in the row of the deepest package holding it, by its path from there
+    (``v1/bodies.py``) or its file name, in backticks."""
+    unlisted = []
+    for module in modules:
+        if module in table:
+            continue
+        owners = [package for package in table
+                  if package.endswith("/") and module.startswith(package)]
+        if not owners:
+            unlisted.append(module)
+            continue
+        owner = max(owners, key=len)
+        names = {module.removeprefix(owner), module.rsplit("/", 1)[-1]}
+        if not any(f"`{name}`" in table[owner] for name in names):
+            unlisted.append(module)
+    return unlisted
+
+
+def test_the_module_table_names_every_module() -> None:
+    """A new module is named in its package's row, saying what it owns (16 modules were
+    missing when this test was written)."""
+    modules = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "app").rglob("*.py")
+                     if path.name != "__init__.py" and "migrations" not in path.parts)
+    table = module_table(DOCUMENT.read_text(encoding="utf-8"))
+    assert unlisted_modules(table, modules) == []
+
+
+def test_a_module_the_table_does_not_name_is_reported() -> None:
+    table = module_table("| `app/x/` | `a.py`: this; `v1/b.py`: that |\n"
+                         "| `app/main.py` | the factory |\n")
+    assert table == {"app/x/": "`a.py`: this; `v1/b.py`: that", "app/main.py": "the factory"}
+    assert unlisted_modules(table, ["app/x/a.py", "app/x/v1/b.py", "app/main.py",
+                                    "app/x/c.py", "app/y/d.py"]) == ["app/x/c.py", "app/y/d.py"]

@@ -10,6 +10,7 @@ the README was split into docs/ and a link to a section that moved must not dang
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from app.cli import estimate as estimate_command
 from app.cli import serving as serving_command
 from app.config import ENV_PREFIX, Settings
+from app.estimates.serving import MEASUREMENTS_DIR
 from tests.test_docs import DOCUMENTED_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,11 +29,13 @@ DOCS = ROOT / "docs"
 CONFIGURATION = DOCS / "configuration.md"
 CLI = DOCS / "cli.md"
 
-README_MAX_BYTES = 8_000
+README_MAX_WORDS = 5 * 238
 """The README holds what a newcomer needs (what it is, `make run` / `make test`, one example per
-use, where to read more) and links to docs/ for the reference; it had grown to 42 KB before
-issue 14 moved that out. The bound is about twice today's length: room for a new surface's
-paragraph, not for a reference section."""
+use, what is where, where to read more) and links to docs/ for the reference: what a newcomer
+reads in five minutes, at 238 words a minute (the average silent reading rate for non-fiction,
+Brysbaert 2019, "How many words do we read per minute?", J. Memory and Language 109). Words of
+prose, outside the command blocks, which a reader skims."""
+CODE_BLOCK = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 
 TABLE_ROW = re.compile(r"^\|(.+)\|\s*$", re.MULTILINE)
 SETTING_IN_FIRST_CELL = re.compile(r"^\s*`(" + re.escape(ENV_PREFIX) + r"[A-Z0-9_]+)`\s*$")
@@ -188,7 +192,32 @@ def test_the_readme_links_every_user_document() -> None:
     assert not unlinked, f"link from the README's 'Read more': {', '.join(unlinked)}"
 
 
+def prose_words(markdown: str) -> int:
+    """The words a reader reads: everything but the fenced command blocks."""
+    return len(CODE_BLOCK.sub("", markdown).split())
+
+
 def test_the_readme_stays_an_introduction() -> None:
-    size = len(README.read_bytes())
-    assert size <= README_MAX_BYTES, (
-        f"README.md is {size} bytes; move reference material into docs/ and link it")
+    words = prose_words(README.read_text(encoding="utf-8"))
+    assert words <= README_MAX_WORDS, (
+        f"README.md has {words} words of prose; move reference material into docs/ and link it")
+
+
+def test_prose_words_leave_out_command_blocks() -> None:
+    assert prose_words("Run it:\n\n```sh\nmake run --now\n```\n\nthen read.\n") == 4
+
+
+README_FIGURES: tuple[tuple[str, str], ...] = (
+    (r"held to (\d+) real vLLM\s+start-up logs", "vllm_logs.json"),
+    (r"(\d+) published decode measurements", "decode_measurements.json"),
+)
+"""Counts the README states, each with the document in app/estimates/measurements/ whose cases
+it counts: a measurement added or dropped fails here until the sentence says so."""
+
+
+@pytest.mark.parametrize(("pattern", "document"), README_FIGURES)
+def test_the_readmes_counts_are_the_datas(pattern: str, document: str) -> None:
+    found = re.search(pattern, README.read_text(encoding="utf-8"))
+    assert found is not None, f"the README no longer says {pattern!r}: update README_FIGURES"
+    cases = json.loads((MEASUREMENTS_DIR / document).read_text(encoding="utf-8"))["cases"]
+    assert int(found.group(1)) == len(cases)

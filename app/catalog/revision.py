@@ -3,8 +3,7 @@
 Every catalog writer (the seed, staff edits) calls :func:`bump` in its own transaction; every
 worker's :class:`app.catalog.service.CatalogCache` calls :func:`read` at most once per
 ``REVISION_CHECK_INTERVAL_S`` and reloads its snapshot when the revision differs. A module of
-its own, below both the writers and the read service, so that neither imports the other (the
-seed used to import the service for the bump while the service imported the seed).
+its own, below both the writers and the read service, so that neither imports the other.
 """
 
 from __future__ import annotations
