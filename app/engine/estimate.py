@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.engine import framework_litgpt as litgpt
+from app.engine import framework_unsloth as unsloth
 from app.engine.activations import (
     ATTENTIONS,
     CHUNKED_LOSS_TOKENS,
@@ -140,7 +141,11 @@ from app.engine.states import (
 # measured with PyTorch 2.11 / CUDA 13.0 (780 MiB, was 1 GiB), both on 15 H200 steps
 # (overhead.py); under checkpointing the backward starts without autocast's cached bf16 weight
 # copies, which the forward did not save (issue 28).
-ENGINE_VERSION = "1.15.0"
+# 1.16.0: --framework unsloth as Unsloth trains (framework_unsloth.py): its fused loss without
+# full logits and its checkpoints offloaded to CPU memory; the allocator's stranded blocks only
+# at the moments whose requests cannot reuse them (the loss head and the forward), and no
+# layers' segments beside a chunked loss (issue 28, point 3).
+ENGINE_VERSION = "1.16.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 MEASURED_WITHIN_PERCENT = 6
@@ -521,6 +526,7 @@ BF16_HEAD_COPY_BYTES = 2
 
 def step_model(shape: ModelShape, job: Job) -> StepModel:
     """The phases of one training step on one GPU, with their fixed bytes and coefficients."""
+    job = unsloth.as_run(job)
     shape = litgpt.as_built(shape, job.framework)
     on_litgpt = job.framework == litgpt.LITGPT
     states = model_states(shape, job)
@@ -673,8 +679,9 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
             + merged_layer,
             profile.layer_per_token,
             profile.layer_per_token_per_seq + profile.attention_backward_per_token_per_seq,
+            strands=False,
         ),
-        PhaseTerms("optimizer step", "optimizer", static, gradients, 0, 0),
+        PhaseTerms("optimizer step", "optimizer", static, gradients, 0, 0, strands=False),
     )
     if on_litgpt:
         moments += (_litgpt_next_forward(shape, job, profile, static, fwd_fixed, old_bnb),)
@@ -690,8 +697,10 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         fixed_overhead_bytes=fixed_overhead_bytes(job.gpus),
         reserve=reserve_terms(
             logits_per_token=_stranded_logits_rate(profile, job),
-            layer_per_token=profile.layer_per_token,
-            layer_per_token_seq=profile.layer_per_token_per_seq,
+            # A chunked loss asks for blocks smaller than a layer's, which the layers' cached
+            # segments serve: none stay stranded beside it (overhead.py).
+            layer_per_token=0 if profile.chunked_loss else profile.layer_per_token,
+            layer_per_token_seq=0 if profile.chunked_loss else profile.layer_per_token_per_seq,
             states_bytes=resident, loss_head_per_token=_loss_rate(profile, "backward", job),
             expandable_segments=job.expandable_segments, fsdp=_fsdp_sharded(job)),
     )
@@ -785,6 +794,7 @@ class StepModels:
 
 def speed_job(shape: ModelShape, job: Job) -> SpeedJob:
     """What :mod:`speed` needs of ``job`` on ``shape`` (its shape as the framework builds it)."""
+    job = unsloth.as_run(job)
     shape = litgpt.as_built(shape, job.framework)
     dtypes = job.training_precision
     states = model_states(shape, job, gpus=1, sharding="none")
@@ -855,6 +865,7 @@ def estimate(
     fast it trains on each (``layers``: which layers attend how, from the config's attention
     layout; None: every non-mixer layer in full)."""
     validate(shape, job)
+    job = unsloth.as_run(job)
     given = shape
     shape = litgpt.as_built(shape, job.framework)
     states = model_states(shape, job)
@@ -1186,11 +1197,11 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "litgpt_no_sync": "LitGPT accumulates gradients under FSDP's no_sync: each GPU holds the "
     "whole, unsharded gradients of every layer that trains anything, frozen weights included "
     "(use_orig_params), until the synchronising micro-step",
-    "framework_unsloth": "Unsloth preset: dtypes as its defaults (fp32 adapters under bf16 "
-    "autocast; a full fine-tune in pure bf16); its fused cross-entropy and offloaded "
-    "checkpointing are not in the preset: set the loss head to chunked, gradient "
-    "checkpointing and activation offload to model them; its Triton kernels' own savings are "
-    "not modelled",
+    "framework_unsloth": "Unsloth as it runs: fp32 adapters under bf16 autocast (a full "
+    "fine-tune in pure bf16), its fused cross-entropy without full logits (Apple's Cut Cross "
+    "Entropy, counted as the chunked loss) and, with gradient checkpointing, its checkpoints "
+    "offloaded to CPU memory; its own LoRA kernels and QLoRA preparation are not modelled (no "
+    "source states their bytes): PEFT's layout is counted, the larger",
 }
 """The English wording of each assumption (the API's and the CLI's); pages translate by key."""
 

@@ -37,7 +37,9 @@ class PhaseTerms:
     """One moment of the step: ``static + fixed + per_token * t + per_token_seq * t * s``.
 
     ``static`` is allocated once (weights, optimizer states); the rest is per step and carries
-    the allocator's reserve.
+    the allocator's reserve. ``strands``: the moment's requests are the loss head's and a
+    layer's forward, which cannot reuse the blocks freed before them (:class:`ReserveTerms`);
+    the backward's layers and the optimizer step split cached blocks and strand none.
     """
 
     name: str
@@ -46,6 +48,7 @@ class PhaseTerms:
     fixed: int
     per_token: int
     per_token_seq: int
+    strands: bool = True
 
     def dynamic(self, batch: int, seq: int) -> int:
         tokens = batch * seq
@@ -59,12 +62,12 @@ class PhaseTerms:
 class ReserveTerms:
     """What the caching allocator reserves beyond the live-tensor peak (overhead.py).
 
-    ``stranded``: cached blocks freed before the peak that its requests cannot reuse,
-    ``per_token * t + per_token_seq * t * s`` plus ``fraction`` of the peak's per-step bytes
-    (FSDP's per-stream pools only). ``floor``: reserved is never less than
-    ``floor_static + floor_per_token * t``, the states alive between steps plus a loss head in
-    segments of its own, when the first step's gradients and optimizer states took the blocks
-    its loss head freed.
+    ``stranded``: cached blocks freed before a moment that its requests cannot reuse,
+    ``per_token * t + per_token_seq * t * s``, at each moment that ``strands``; plus
+    ``fraction`` of the peak's per-step bytes (FSDP's per-stream pools only). ``floor``:
+    reserved is never less than ``floor_static + floor_per_token * t``, the states alive between
+    steps plus a loss head in segments of its own, when the first step's gradients and
+    optimizer states took the blocks its loss head freed.
     """
 
     per_token: int = 0
@@ -73,12 +76,16 @@ class ReserveTerms:
     floor_static: int = 0
     floor_per_token: int = 0
 
-    def reserved(self, allocated: int, dynamic: int, batch: int, seq: int) -> int:
-        """``max_memory_reserved`` for a step whose allocated peak is ``allocated``."""
+    def stranded(self, batch: int, seq: int) -> int:
         tokens = batch * seq
-        stranded = tokens * (self.per_token + self.per_token_seq * seq)
-        return max(allocated + stranded + math.ceil(dynamic * self.fraction),
-                   self.floor_static + tokens * self.floor_per_token)
+        return tokens * (self.per_token + self.per_token_seq * seq)
+
+    def reserved(self, allocated: int, stranding: int, dynamic: int, batch: int,
+                 seq: int) -> int:
+        """``max_memory_reserved`` for a step whose allocated peak is ``allocated`` and whose
+        largest live bytes plus stranded blocks, over the moments that strand, ``stranding``."""
+        return max(allocated + math.ceil(dynamic * self.fraction), stranding,
+                   self.floor_static + batch * seq * self.floor_per_token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +120,10 @@ class StepModel:
         dynamic = max(m.dynamic(batch, seq) for m in self.moments)
         live = peak.live(batch, seq)
         allocated = max(live, self.model_states_bytes)
-        reserved = self.reserve.reserved(allocated, dynamic, batch, seq)
+        stranded = self.reserve.stranded(batch, seq)
+        stranding = max(m.live(batch, seq) + stranded for m in self.moments if m.strands) \
+            if any(m.strands for m in self.moments) else 0
+        reserved = self.reserve.reserved(allocated, stranding, dynamic, batch, seq)
         total = reserved + self.fixed_overhead_bytes
         return StepTotals(total, live, peak, reserved - allocated, self.fixed_overhead_bytes)
 
@@ -121,14 +131,19 @@ class StepModel:
         """Same as ``totals().total_bytes``, kept lean: it runs inside every search."""
         live = 0
         dynamic = 0
+        stranding = 0
         tokens = batch * seq
+        stranded = self.reserve.stranded(batch, seq)
         for m in self.moments:
             d = m.fixed + tokens * (m.per_token + m.per_token_seq * seq)
             if d > dynamic:
                 dynamic = d
             if m.static + d > live:
                 live = m.static + d
-        return (self.reserve.reserved(max(live, self.model_states_bytes), dynamic, batch, seq)
+            if m.strands and m.static + d + stranded > stranding:
+                stranding = m.static + d + stranded
+        return (self.reserve.reserved(max(live, self.model_states_bytes), stranding, dynamic,
+                                      batch, seq)
                 + self.fixed_overhead_bytes)
 
     def fits(self, usable_bytes: int, batch: int, seq: int) -> bool:

@@ -35,7 +35,10 @@ real GPU"):
 * **the layers' blocks.** The segments that one decoder layer's tensors were carved from (its
   activations and the gradients of the layer being differentiated) are too small for the loss
   head's vocabulary-wide blocks and stay cached beside them:
-  :data:`LAYER_WORKSET_SEGMENTS` times one layer's activations (default allocator). Measured:
+  :data:`LAYER_WORKSET_SEGMENTS` times one layer's activations (default allocator), at the
+  moments whose requests are the loss head's and the forward's (the backward's layers and the
+  optimizer step split the cached blocks: ``fit.PhaseTerms.strands``). A chunked or fused loss
+  asks for blocks smaller than a layer's, which those segments serve: none stay beside it. Measured:
   (reserved - allocated - the logits block) / one layer's activations on the 12 steps of the
   default allocator whose peak is the loss head: 0.53-1.45, median 0.91; the constant is the
   top of that range rounded up, so that no calibration step is under-sized.

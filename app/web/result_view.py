@@ -225,10 +225,13 @@ ASSUMPTION_LABELS = {
     "litgpt_no_sync": N_("LitGPT accumulates gradients under FSDP's no_sync: each GPU holds the "
                          "whole, unsharded gradients of every layer that trains anything, "
                          "frozen weights included, until the synchronising micro-step"),
-    "framework_unsloth": N_("Unsloth preset: precision as its defaults; its fused loss and "
-                            "offloaded checkpointing are not in the preset: choose the chunked "
-                            "loss, gradient checkpointing and activation offloading to model "
-                            "them"),
+    "framework_unsloth": N_("Unsloth as it runs: fp32 adapters under bf16 autocast (a full "
+                            "fine-tune in pure bf16), its fused cross-entropy without full "
+                            "logits (Apple's Cut Cross Entropy, counted as the chunked loss) and, "
+                            "with gradient checkpointing, its checkpoints offloaded to CPU "
+                            "memory; its own LoRA kernels and QLoRA preparation are not modelled "
+                            "(no source states their bytes): PEFT's layout is counted, the "
+                            "larger"),
 }
 """The engine's assumptions (``ASSUMPTION_TEXTS``), by key, in the customer's language."""
 WARNINGS = {
