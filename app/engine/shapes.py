@@ -242,6 +242,8 @@ MAX_IMAGE_SIZE: Final = 16_384
 """Vision tower image side and patch, in pixels. Released: 1540 (Pixtral), patches 14-16."""
 MAX_SMALL_FACTOR: Final = 64
 """Small integer factors: channels, merge sizes, temporal patches, norms per parallel block."""
+MAX_COMPRESS_RATE: Final = 4096
+"""Tokens compressed into one KV entry (DeepSeek-V4's ``compress_rates``). Released: 4, 128."""
 
 FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS,
@@ -291,6 +293,12 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "vocab_size_per_layer_input": MAX_VOCAB_SIZE, "top_k_experts": MAX_EXPERTS,
     "position_embedding_size": MAX_POSITIONS, "conv_kernel_size": MAX_CONV_KERNEL,
     "output_proj_dims": MAX_HIDDEN_SIZE,
+    # arch_moe.py (MiMo-V2-Flash), arch_deepseek_v4.py: grouped output, hyper-connections,
+    # compression rates.
+    "o_groups": MAX_HEADS, "o_lora_rank": MAX_HIDDEN_SIZE, "hc_mult": MAX_SMALL_FACTOR,
+    "compress_rate_csa": MAX_COMPRESS_RATE, "compress_rate_hca": MAX_COMPRESS_RATE,
+    "compress_rates.compressed_sparse_attention": MAX_COMPRESS_RATE,
+    "compress_rates.heavily_compressed_attention": MAX_COMPRESS_RATE,
 }
 """Upper bound of every integer architecture field the engine reads.
 

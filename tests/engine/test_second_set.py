@@ -124,3 +124,28 @@ def test_kimi_k25_is_not_adapted_per_expert_by_peft() -> None:
     shape = shape_of(_config("kimi-k2.5"))
     assert lora_trainable_params(shape, LoraSetup(rank=16)) == 88_798_208
     assert MOE["kimi-k2.5"]["lora_r16"] == 88_798_208
+
+
+@pytest.mark.parametrize("slug", ["deepseek-v4-flash", "deepseek-v4-pro"])
+def test_deepseek_v4_is_counted_exactly(slug: str) -> None:
+    """Refused before ("needs intermediate_size"): V4-Flash 284.3 B (13.8 B active), V4-Pro
+    1.57 T (49.8 B active), each figure to the parameter."""
+    shape = shape_of(_config(slug))
+    expected = MOE[slug]
+    assert shape.approximation is None
+    assert (shape.total_params, shape.active_params) == (expected["total"], expected["active"])
+    assert shape.split.norm == expected["norm"]
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == expected["lora_r16"]
+    per_expert = LoraSetup(rank=16, moe_lora="per-expert")
+    assert lora_trainable_params(shape, per_expert) == expected["lora_r16_per_expert"]
+
+
+def test_deepseek_v4_reads_layer_types_as_its_legacy_compress_ratios() -> None:
+    """The release spells the layer kinds as ``compress_ratios`` (44 entries for 43 layers:
+    transformers cuts the list); the same kinds as ``layer_types`` count the same."""
+    config = _config("deepseek-v4-flash")
+    kinds = {0: "sliding_attention", 4: "compressed_sparse_attention",
+             128: "heavily_compressed_attention"}
+    renamed = {k: v for k, v in config.items() if k != "compress_ratios"}
+    renamed["layer_types"] = [kinds[r] for r in config["compress_ratios"]]
+    assert shape_of(renamed).total_params == shape_of(config).total_params
