@@ -168,3 +168,17 @@ def test_the_supported_architectures_are_listed_from_the_engine(client: TestClie
                        "deepseek_v3", "glm_moe_dsa", "minimax_m2", "gpt_oss", "llama4"):
         assert model_type in page
     assert "LoRA on the experts is counted as PEFT 0.21 builds it" in page
+
+
+def test_the_h200_steps_are_shown_per_step_beside_the_cpu_grid(client: TestClient) -> None:
+    """Issue 28: allocated and the total per GPU against each real H200 step, in both
+    languages, from the published comparison (``make accuracy``)."""
+    published = json.loads(pages.ACCURACY_JSON.read_text(encoding="utf-8"))["h200"]
+    english = client.get("/how-we-calculate", headers={"Accept-Language": "en"}).text
+    german = client.get("/how-we-calculate", headers={"Accept-Language": "de"}).text
+    assert 'id="h200"' in english and "On a real GPU" in english
+    assert "Auf einer echten GPU" in german
+    for row in published["rows"]:
+        assert f"<code>{row['step']}</code>" in english
+        total = i18n.format_number(row["engine_total_gb"], "de")
+        assert f"{total}&nbsp;GB" in german
