@@ -69,6 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto (default: on for QLoRA, for models of 20B parameters and "
                         "more and for sequences of 8192 tokens and more, as the published "
                         "recipes run), on or off; the bare flag means on")
+    parser.add_argument("--allow-method-change", action="store_true",
+                        help="let a setup turn LoRA into QLoRA where that makes the job fit")
     parser.add_argument("--attention", choices=ATTENTIONS, default="flash")
     parser.add_argument("--gpus", type=int, default=1)
     parser.add_argument("--sharding", choices=SHARDINGS, default="none")
@@ -304,6 +306,7 @@ def run(args: argparse.Namespace) -> int:
     request = service.EstimateRequest(
         job=job, model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
         gpu_memory_bytes=custom_memory(args), checkpointing=args.gradient_checkpointing,
+        allow_method_change=args.allow_method_change,
     )
     # The command's own (empty) answer cache: one estimate per process, nothing to share.
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as
@@ -321,6 +324,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _gb(value: int) -> str:
     return f"{value / GB:.1f}"
+
+
+def _changes(changes: Mapping[str, object]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in changes.items())
 
 
 def format_table(result: EstimateResult) -> str:
@@ -360,8 +367,20 @@ def format_table(result: EstimateResult) -> str:
             f"{'yes' if fit.fits else 'no':<5}{fit.max_batch_size:>10}{fit.max_seq_len:>9}"
             f"{hours}" + ("  (comparison card, not sold)" if fit.comparison_only else "")
         )
+        if fit.setup is not None:
+            with_setup = fit.setup.training
+            lines.append(f"    fits with {_changes(fit.setup.changes)}: "
+                         f"{_gb(fit.setup.total_bytes)} GB"
+                         + (f", {with_setup.hours:.2f} h" if with_setup else ""))
     lines.append("  hours: the training time for the data (--dataset-tokens x --epochs) on one "
                  "card of each kind, if the job fits it")
+    rec = result.recommendation
+    if rec is not None:
+        lines += ["", f"  recommendation: {rec.kind} {rec.slug}, "
+                  + (f"{rec.price} EUR net" if rec.price is not None else "price on request")
+                  + (f", {rec.hours:.2f} h" if rec.hours is not None else "")
+                  + (f", with {_changes(rec.setup.changes)}" if rec.setup is not None
+                     else ", as set")]
     if result.levers:
         lines += ["", "  levers (card: change -> total GB; price in speed)"]
         for lever in result.levers:

@@ -325,6 +325,33 @@ class Lever:
 
 
 @dataclass(frozen=True, slots=True)
+class Setup:
+    """The standard settings that make a job fit a card it does not fit as set
+    (:mod:`app.engine.setup`): what changes, the memory per GPU with them, and the speed."""
+
+    changes: dict[str, object]
+    total_bytes: int
+    training: Training | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """The offer to buy: the cheapest priced card or system that fits the job as set or with a
+    :class:`Setup` (the estimates service ranks the catalog's offers)."""
+
+    kind: str
+    """``gpu`` (``cards`` loose cards) or ``system``."""
+    slug: str
+    setup: Setup | None
+    """None when it fits as set."""
+    price: str | None
+    """Net EUR for the offer (cards x unit price, or the system's), as the API writes money;
+    None: price on request."""
+    hours: float | None
+    """The training time for the customer's data on it (with the setup), where known."""
+
+
+@dataclass(frozen=True, slots=True)
 class CardFit:
     gpu: str
     name: str
@@ -341,6 +368,9 @@ class CardFit:
     """How fast the job trains on this card (speed.py); None without the card's figures."""
     comparison_only: bool = False
     """A card the shop does not sell, named to compare with."""
+    setup: Setup | None = None
+    """The cheapest standard settings that make the job fit when it does not fit as set
+    (the estimates service searches them); None when it fits as set or cannot fit."""
 
     @property
     def roomy(self) -> bool:
@@ -384,6 +414,9 @@ class EstimateResult:
     model type no builder knows, counted from its standard fields (``approximate.py``)."""
     approximated_from: tuple[str, ...] = ()
     """The config fields an approximate count was made from (empty when exact)."""
+    recommendation: Recommendation | None = None
+    """What to buy (the estimates service, from the catalog's prices); None from the engine
+    alone, or when no offer fits even with a setup."""
     checkpointing: Checkpointing = field(default=as_set(False))
     """Gradient checkpointing as asked and as used (``auto``: what the rule chose and why,
     :mod:`app.engine.checkpointing`); the engine itself reports the job's as set."""

@@ -27,11 +27,13 @@ from app.engine import (
 )
 from app.engine import estimate as engine_estimate
 from app.engine.checkpointing import Checkpointing, CheckpointingSetting
+from app.engine.estimate import Setup
 from app.engine.precision import BnbVersion, bnb_saves_inputs
+from app.engine.setup import cheapest_setup
 from app.engine.sharding import ShardingImpl, checked_impl
 from app.engine.speed import AttentionLayers, Training, config_attention_layers
 from app.errors import InvalidInput, NotFound
-from app.estimates import job_limits
+from app.estimates import advice, job_limits
 
 _T = TypeVar("_T")
 _Row = TypeVar("_Row")
@@ -124,6 +126,30 @@ class EstimateRequest:
     checkpointing: CheckpointingSetting | None = None
     """Gradient checkpointing ``auto``, ``on`` or ``off`` (every surface's default is
     ``auto``); None: as ``job.gradient_checkpointing`` says, set explicitly."""
+    allow_method_change: bool = False
+    """Whether a setup may turn LoRA into QLoRA (:func:`allowed_levers`)."""
+
+
+DEFAULT_JOB = Job()
+"""Every surface's defaults: a setting still at its default is one the customer left to us."""
+
+
+def allowed_levers(request: EstimateRequest) -> tuple[str, ...]:
+    """The standard settings a setup may change (``app/engine/setup.py``): never one the
+    customer set. Gradient checkpointing only when left ``auto``; the micro-batch always (the
+    effective batch is kept); the optimizer and the offload only at their defaults; LoRA to
+    QLoRA only when the customer allows the method to change."""
+    job = request.job
+    allowed = ["micro_batch"]
+    if request.checkpointing == "auto":
+        allowed.append("gradient_checkpointing")
+    if job.optimizer == DEFAULT_JOB.optimizer:
+        allowed.append("optimizer_8bit")
+    if job.offload == DEFAULT_JOB.offload:
+        allowed.append("offload_optimizer")
+    if request.allow_method_change:
+        allowed.append("qlora")
+    return tuple(allowed)
 
 
 def resolved_job(shape: ModelShape, request: EstimateRequest) -> tuple[Job, Checkpointing]:
@@ -252,8 +278,7 @@ def estimate(catalog: Catalog, request: EstimateRequest, *,
     Engine input errors become :class:`InvalidInput` with the field named, so each surface can
     point at it."""
     job_limits.check(request.job)
-    result = cache.remembered("estimate", catalog, request,
-                              lambda: _estimate(catalog, request))
+    result = _remembered_sizing(catalog, request, cache).result
     _count(request.job.method)
     return result
 
@@ -292,20 +317,76 @@ def remembered_estimate_json(catalog: Catalog, request: EstimateRequest, *,
 
 def _estimate_uncounted(catalog: Catalog, request: EstimateRequest,
                         cache: EstimateCache) -> EstimateResult:
-    return cache.remembered("estimate", catalog, request, lambda: _estimate(catalog, request))
+    return _remembered_sizing(catalog, request, cache).result
 
 
-def _estimate(catalog: Catalog, request: EstimateRequest) -> EstimateResult:
+def _remembered_sizing(catalog: Catalog, request: EstimateRequest,
+                       cache: EstimateCache) -> Sizing:
+    return cache.remembered("sizing", catalog, request, lambda: _sized(catalog, request))
+
+
+def _sized(catalog: Catalog, request: EstimateRequest) -> Sizing:
+    """The cards (each with its setup where it does not fit as set), the systems (likewise)
+    and the recommendation over them all (:mod:`app.estimates.advice`)."""
+    result, records = _estimate(catalog, request)
+    systems = _system_fits(catalog, request)
+    offers = [*_card_offers(request, result, records), *_system_offers(request, systems)]
+    return Sizing(result=replace(result, recommendation=advice.recommend(offers)),
+                  systems=systems)
+
+
+def _estimate(catalog: Catalog, request: EstimateRequest
+              ) -> tuple[EstimateResult, list[GpuRecord | None]]:
+    """The job against the cards, with a setup for each card it does not fit as set, and the
+    cards' catalog records (None for an ad-hoc card)."""
     shape, layers = resolve_model(catalog, request)
     job, chosen = resolved_job(shape, request)
-    gpus = ([custom_gpu_spec(request.gpu_memory_bytes)] if request.gpu_memory_bytes is not None
-            else [gpu_spec(record) for record in select_gpus(catalog, request.gpu_slugs)])
+    records: list[GpuRecord | None]
+    if request.gpu_memory_bytes is not None:
+        records, gpus = [None], [custom_gpu_spec(request.gpu_memory_bytes)]
+    else:
+        found = select_gpus(catalog, request.gpu_slugs)
+        records, gpus = list(found), [gpu_spec(record) for record in found]
+    allowed = allowed_levers(request)
     try:
         result = engine_estimate(shape, job, gpus, with_levers=request.with_levers,
                                  layers=layers)
+        fits = tuple(fit if fit.fits else replace(
+            fit, setup=cheapest_setup(shape, job, spec, allowed, layers=layers))
+            for fit, spec in zip(result.fits, gpus, strict=True))
     except EngineError as error:
         raise engine_invalid(error) from error
-    return replace(result, checkpointing=chosen)
+    return replace(result, checkpointing=chosen, fits=fits), records
+
+
+def _hours(training: Training | None) -> float | None:
+    return training.hours if training is not None else None
+
+
+def _card_offers(request: EstimateRequest, result: EstimateResult,
+                 records: Sequence[GpuRecord | None]) -> list[advice.Offer]:
+    cards = request.job.gpus
+    offers: list[advice.Offer] = []
+    for fit, record in zip(result.fits, records, strict=True):
+        if fit.comparison_only:
+            continue
+        unit = record.price_eur_net if record is not None else None
+        offers.append(advice.Offer(
+            kind="gpu", slug=fit.gpu, price_eur_net=unit * cards if unit is not None else None,
+            memory_bytes=fit.usable_bytes * cards, fits=fit.fits, setup=fit.setup,
+            hours=_hours(fit.training if fit.fits or fit.setup is None
+                         else fit.setup.training)))
+    return offers
+
+
+def _system_offers(request: EstimateRequest, systems: Sequence[SystemFit]
+                   ) -> list[advice.Offer]:
+    return [advice.Offer(
+        kind="system", slug=row.system.slug, price_eur_net=row.system.price_eur_net,
+        memory_bytes=row.gpu.usable_bytes * row.gpus, fits=row.fits, setup=row.setup,
+        hours=_hours(row.training if row.fits or row.setup is None else row.setup.training))
+        for row in systems
+        if not (request.gpu_slugs and row.gpu.slug not in request.gpu_slugs)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +405,9 @@ class SystemFit:
     """The engine's warnings for one of its cards in this configuration."""
     training: Training | None = None
     """How fast the job trains on the system's cards together (app/engine/speed.py)."""
+    setup: Setup | None = None
+    """The cheapest standard settings that make the job fit the system when it does not fit
+    as set (``app/engine/setup.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,10 +430,10 @@ def system_job(job: Job, gpu_count: int) -> Job:
 def sizing(catalog: Catalog, request: EstimateRequest, *, cache: EstimateCache) -> Sizing:
     """The estimate against every active card, and every active system (remembered in
     ``cache``)."""
-    result = estimate(catalog, request, cache=cache)
-    systems = cache.remembered("systems", catalog, request,
-                               lambda: _system_fits(catalog, request))
-    return Sizing(result=result, systems=systems)
+    job_limits.check(request.job)
+    found = _remembered_sizing(catalog, request, cache)
+    _count(request.job.method)
+    return found
 
 
 def system_rows(catalog: Catalog, request: CustomCardRequest,
@@ -394,10 +478,13 @@ def _system_fit(shape: ModelShape, layers: AttentionLayers | None, request: Esti
     job = system_job(resolved_job(shape, request)[0], system.gpu_count)
     spec = system_link(gpu_spec(gpu), system)
     found = engine_estimate(shape, job, [spec], with_levers=False, layers=layers).fits[0]
+    setup = None if found.fits else cheapest_setup(shape, job, spec, allowed_levers(request),
+                                                   layers=layers)
     return SystemFit(
         system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding, fits=found.fits,
         total_bytes_per_gpu=found.total_bytes, free_bytes_per_gpu=found.free_bytes,
-        max_batch_size=found.max_batch_size, warnings=found.warnings, training=found.training)
+        max_batch_size=found.max_batch_size, warnings=found.warnings, training=found.training,
+        setup=setup)
 
 
 def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:

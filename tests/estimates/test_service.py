@@ -35,7 +35,8 @@ def engine_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         shape: ModelShape, job: Job, gpus: Sequence[GpuSpec], *, with_levers: bool = True,
         layers: AttentionLayers | None = None,
     ) -> EstimateResult:
-        calls.append("engine")
+        if len(gpus) != 1 or with_levers:  # the cards (a system is one card, no levers)
+            calls.append("engine")
         return engine_estimate(shape, job, gpus, with_levers=with_levers, layers=layers)
 
     monkeypatch.setattr(service, "engine_estimate", counting)

@@ -71,7 +71,8 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
     )
     return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
                            gpu_slugs=tuple(body.gpu), with_levers=with_levers,
-                           checkpointing=body.checkpointing_setting)
+                           checkpointing=body.checkpointing_setting,
+                           allow_method_change=body.allow_method_change)
 
 
 def resolved(request: Request, session: Session, catalog: Catalog,

@@ -211,6 +211,9 @@ class EstimateInput(BaseModel):
                             description="Micro-batch per GPU.")
     seq_len: int = Field(default=2048, ge=1, le=job_limits.MAX_SEQ_LEN,
                          description="Tokens per sequence.")
+    allow_method_change: bool = Field(
+        default=False, description="Let a setup turn LoRA into QLoRA where that is what makes "
+        "the job fit (the recommendation and each card's setup).")
     gradient_checkpointing: CheckpointingSetting | bool = Field(
         default="auto", description="auto (on for QLoRA, as PEFT's "
         "prepare_model_for_kbit_training turns it on; on for models of 20B parameters and more "
@@ -338,6 +341,32 @@ class Training(_Out):
                        "recompute over the GPUs' dense BF16 peak.")
 
 
+class Setup(_Out):
+    """The cheapest standard settings that make the job fit where it does not fit as set."""
+
+    changes: dict[str, Any] = Field(description="Each changed setting and its value, tried in "
+                                    "this order, fewest first: gradient_checkpointing; a smaller "
+                                    "batch_size with gradient_accumulation keeping the effective "
+                                    "batch; optimizer adamw_8bit; offload optimizer; method "
+                                    "qlora (only with allow_method_change). A setting the "
+                                    "request changed from its default is never changed.")
+    total_bytes: int = Field(description="Memory per GPU with the changes.")
+    training: Training | None = Field(description="Speed with the changes.")
+
+
+class Recommended(_Out):
+    """What to buy: the cheapest priced offer that fits as set or with a setup."""
+
+    kind: Literal["gpu", "system"] = Field(description="gpu: `gpus` loose cards; system.")
+    slug: str
+    setup: Setup | None = Field(description="null when it fits as set.")
+    price: str | None = Field(description="Net EUR for the offer; null: price on request "
+                              "(ranked after every priced offer, smallest memory first).")
+    hours: float | None = Field(description="Training time for dataset_tokens x epochs on it "
+                                "(with the setup); null where unknown. Ties in price go to "
+                                "the faster.")
+
+
 class CardFit(_Out):
     """The job held against one card."""
 
@@ -356,6 +385,9 @@ class CardFit(_Out):
                                       "catalog has no speed figures for it.")
     comparison_only: bool = Field(description="A card the shop does not sell, named to "
                                   "compare with; never recommended.")
+    setup: Setup | None = Field(description="Where the job does not fit as set: the cheapest "
+                                "standard settings that make it fit (null when it fits as set "
+                                "or cannot fit).")
 
 
 class Lever(_Out):
@@ -399,6 +431,10 @@ class Estimate(_Out):
         description="The config fields an approximate count was made from (empty when exact); "
         "text_config.* when read from a multimodal config's language model.")
     checkpointing: Checkpointing
+    recommendation: Recommended | None = Field(
+        description="What to buy: the cheapest priced card (`gpus` of them) or system that "
+        "fits as set or with its setup, ties by training time; price-on-request offers after "
+        "every priced one, smallest memory first. null when nothing fits.")
 
 
 class Checkpointing(_Out):
