@@ -1104,7 +1104,21 @@ def _job_warnings(shape: ModelShape, job: Job) -> tuple[str, ...]:
     return tuple(warnings)
 
 
+APPROXIMATE_PART_TEXTS: dict[str, str] = {
+    "approximate_tower": "approximate: the config has a vision or audio tower "
+    "(vision_config), which is not counted: the checkpoint holds more "
+    "parameters than shown",
+    "approximate_experts": "approximate: the config names experts but not how many a token "
+    "uses (num_experts_per_tok), so they are not counted: the model is"
+    " larger than shown",
+    "approximate_tie": "approximate: the config does not say whether the output layer shares "
+    "the embedding (tie_word_embeddings); it is counted as separate",
+}
+"""What an approximate shape names as not counted (``Approximation.missing``), by assumption
+key; the serving engine says the same."""
+
 ASSUMPTION_TEXTS: dict[str, str] = {
+    **APPROXIMATE_PART_TEXTS,
     "approximate": "approximate: model type '%(model_type)s' is not one the engine counts "
     "exactly; it is counted as a dense decoder of the Llama layout (separate q/k/v/o "
     "projections, gated MLP, RMSNorm; experts when the config names them) from %(fields)s",
@@ -1245,6 +1259,7 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
     if shape.approximation is not None:
         items.append(("approximate", {"model_type": shape.approximation.model_type,
                                       "fields": ", ".join(shape.approximation.fields)}))
+        items += [(f"approximate_{part}", {}) for part in shape.approximation.missing]
     if shape.audio_tower_params:
         items.append(("tower_audio", {"params": shape.tower_params,
                                       "audio": shape.audio_tower_params}))

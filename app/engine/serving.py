@@ -28,7 +28,7 @@ from typing import Final, Literal
 
 from app.engine.capabilities import BLACKWELL_MIN_CC, FP8_MIN_CC, parse_compute_capability
 from app.engine.errors import EngineError
-from app.engine.estimate import ENGINE_VERSION, _plain
+from app.engine.estimate import APPROXIMATE_PART_TEXTS, ENGINE_VERSION, _plain
 from app.engine.serving_kv import BLOCK_TOKENS, KvLayout
 from app.engine.serving_weights import (
     FOUR_BIT_FORMATS,
@@ -322,6 +322,7 @@ GRAPH_HEADROOM_WARNING: Final = (
 SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
     "approximate": "approximate: model type '%(model_type)s' is not one the engine counts "
     "exactly; it is counted as a dense decoder of the Llama layout from %(fields)s",
+    **APPROXIMATE_PART_TEXTS,
     "units": "bytes; GiB = 1024^3 bytes; per GPU",
     "tower": "multimodal checkpoint: its vision tower (%(params)s parameters) is loaded beside "
     "the language model in 16-bit",
@@ -740,6 +741,7 @@ def assumption_items(shape: ModelShape, layout: KvLayout, job: ServingJob
     if shape.approximation is not None:
         items.append(("approximate", {"model_type": shape.approximation.model_type,
                                       "fields": ", ".join(shape.approximation.fields)}))
+        items += [(f"approximate_{part}", {}) for part in shape.approximation.missing]
     items.append(("units", {}))
     if shape.audio_tower_params:
         items.append(("tower_audio", {"params": shape.tower_params,

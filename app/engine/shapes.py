@@ -109,6 +109,9 @@ class Approximation:
 
     model_type: str
     fields: tuple[str, ...]
+    # Parts it knows are there but could not count (approximate.MISSING_*): "tower", "experts",
+    # "tie" (whether lm_head is tied, not said).
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,11 +82,23 @@ LEVER_SPEEDS = {
 }
 """What each lever costs in speed, in the customer's language (the engine's English note is
 what the API and the CLI give, with its sources)."""
+APPROXIMATE_PART_LABELS = {
+    "approximate_tower": N_("approximate: the config has a vision or audio tower (vision_config),"
+                            " which is not counted: the checkpoint holds more parameters than "
+                            "shown"),
+    "approximate_experts": N_("approximate: the config names experts but not how many a token "
+                              "uses (num_experts_per_tok), so they are not counted: the model is "
+                              "larger than shown"),
+    "approximate_tie": N_("approximate: the config does not say whether the output layer shares "
+                          "the embedding (tie_word_embeddings); it is counted as separate"),
+}
+"""What an approximate estimate names as not counted (both modes' pages)."""
 ASSUMPTION_LABELS = {
     "approximate": N_("approximate: the model type %(model_type)s is not one we count exactly; "
                       "its parameters are counted as a Llama-style decoder (separate attention "
                       "projections, gated MLP, RMSNorm; experts when the config names them) "
                       "from %(fields)s"),
+    **APPROXIMATE_PART_LABELS,
     "units": N_("GB = 10^9 bytes; every figure is per GPU"),
     "states_zero": N_("model states as the ZeRO paper counts them: 2 + 2 + 12 bytes per "
                       "trained parameter"),

@@ -24,7 +24,7 @@ from app.estimates.serving import (
     log_cases,
 )
 from app.html.forms import N_, FieldError
-from app.web.result_view import Chart, bar_chart, system_name
+from app.web.result_view import APPROXIMATE_PART_LABELS, Chart, bar_chart, system_name
 from app.web.serving_form import ServeInput
 
 SEGMENTS: Final[tuple[tuple[str, str], ...]] = (
@@ -63,6 +63,7 @@ LEVERS: Final = {
 ASSUMPTIONS: Final = {
     "approximate": N_("approximate: the model type %(model_type)s is not one we count exactly; "
                       "it is counted as a Llama-style decoder from %(fields)s"),
+    **APPROXIMATE_PART_LABELS,
     "units": N_("GB = 10⁹ bytes; per GPU"),
     "tower": N_("multimodal checkpoint: its vision tower (%(params)s parameters) is loaded "
                 "beside the language model in 16-bit"),

@@ -146,3 +146,68 @@ def test_an_approximate_estimate_s_work_does_not_grow_with_a_config_value(field:
     base = engine_line_events(lambda: estimate(shape_of(ordinary), job, []))
     bounded = engine_line_events(lambda: estimate(shape_of(at_bound), job, []))
     assert abs(bounded - base) <= BRANCH_ALLOWANCE, (base, bounded)
+
+
+# Issue 29, point 4: the approximate path reads what a config declares before it guesses, and
+# names what it still cannot count. Real configs under an unknown name, against the builders'
+# exact counts (themselves equal to transformers 5.25 on the meta device).
+HF_CONFIGS = SEED_DIR.parents[2] / "tests" / "fixtures" / "hf_configs"
+
+
+def _hf(slug: str) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((HF_CONFIGS / f"{slug}.json").read_text())
+    return config
+
+
+@pytest.mark.parametrize(("slug", "within"), [
+    ("deepseek-v3", 0.002),  # n_routed_experts, n_shared_experts, first_k_dense_replace
+    ("glm-4.5-air", 0.001),
+    ("mimo-v2-flash", 0.003),  # moe_layer_freq (was 5 % of the model: experts missed)
+    ("qwen3-vl-30b-a3b-instruct", 0.001),  # text_config, num_experts
+    ("qwen3.6-35b-a3b", 0.02),  # every layer sparse: no intermediate_size to read
+])
+def test_declared_experts_shared_experts_and_dense_layers_are_read(
+    slug: str, within: float
+) -> None:
+    config = _hf(slug)
+    exact = parse_config(config).total_params
+    approximate = shape_of(_renamed(config))
+    assert approximate.approximation is not None
+    assert abs(approximate.total_params / exact - 1) < within
+
+
+def test_a_language_config_is_read_like_a_text_config() -> None:
+    llama = _seed("llama-3.1-8b")
+    nested = {"model_type": "brand_new_vlm", "language_config": llama,
+              "vision_config": {"hidden_size": 1024}}
+    shape = shape_of(nested)
+    assert shape.total_params == parse_config(llama).total_params
+    assert shape.approximation is not None
+    assert "language_config.hidden_size" in shape.approximation.fields
+    assert shape.approximation.missing == ("tower",)
+
+
+def test_a_real_3_mb_multimodal_moe_is_close_and_names_its_tower() -> None:
+    """nvidia/MiniMax-M3-NVFP4 (``minimax_m3_vl``, which no builder knows): transformers 5.25
+    counts 426,174,565,632 in its language model; the approximation reads moe_layer_freq and
+    n_shared_experts (443.8 B before) and says the vision tower is not counted."""
+    shape = shape_of(_hf("minimax-m3-nvfp4"))
+    assert shape.approximation is not None
+    assert abs(shape.total_params / 426_174_565_632 - 1) < 0.005
+    assert "text_config.moe_layer_freq" in shape.approximation.fields
+    assert shape.approximation.missing == ("tower",)
+    result = estimate(shape, Job(method="lora"), [CARD])
+    assert ("approximate_tower", {}) in result.assumption_items
+
+
+def test_experts_it_cannot_route_and_an_unsaid_tie_are_named() -> None:
+    config = {k: v for k, v in _renamed(_seed("llama-3.1-8b")).items()
+              if k != "tie_word_embeddings"}
+    config["num_local_experts"] = 8
+    shape = shape_of(config)
+    assert shape.approximation is not None
+    assert shape.approximation.missing == ("experts", "tie")
+    assert shape.num_experts == 0
+    result = estimate(shape, Job(method="lora"), [CARD])
+    keys = [key for key, _values in result.assumption_items]
+    assert "approximate_experts" in keys and "approximate_tie" in keys
