@@ -24,7 +24,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from app.accounts import audit
 from app.accounts.audit import Actor
-from app.catalog import repository
+from app.catalog import inline_config, repository
 from app.catalog import service as catalog_service
 from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS, ParamCounts
 from app.catalog.service import CatalogCache
@@ -32,7 +32,6 @@ from app.db.tables import GpuSku, ModelCard, System
 from app.engine.model_types import parse_config
 from app.engine.shapes import ShapeError
 from app.errors import Conflict, InvalidInput, NotFound
-from app.estimates import inline_config
 
 Kind = Literal["gpu", "system", "model"]
 SLUG = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
@@ -217,7 +216,7 @@ def preview_model(*, config: Mapping[str, Any]) -> ModelPreview:
     """Parse a config.json with the engine; ``InvalidInput`` on field ``config`` if it can't.
 
     The document is held to the bounds of every config.json first (the surfaces read it with
-    :func:`app.estimates.inline_config.read_config_text`; this service is the last stop
+    :func:`app.catalog.inline_config.read_config_text`; this service is the last stop
     before the database): a NaN, a huge integer or a lone surrogate stored in a card would
     fail PostgreSQL's jsonb, or every later read of the card."""
     try:

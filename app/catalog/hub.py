@@ -26,9 +26,9 @@ whatever the other end sends:
 * one look-up (both requests, every byte) has ``SIZER_HUB_TIMEOUT_S`` in all: a server that
   answers slowly, or drips its answer, is cut off at the deadline;
 * the model info may be :data:`MAX_INFO_BYTES`, the config.json
-  :data:`~app.estimates.inline_config.MAX_DOCUMENT_BYTES` (read with the one config.json reader
+  :data:`~app.catalog.inline_config.MAX_DOCUMENT_BYTES` (read with the one config.json reader
   every surface uses, which summarises a quantised export's layer list and holds what is kept
-  to :data:`~app.estimates.inline_config.MAX_CONFIG_BYTES`), an error answer
+  to :data:`~app.catalog.inline_config.MAX_CONFIG_BYTES`), an error answer
   :data:`MAX_ERROR_BYTES`; a declared or actual larger answer is refused without reading on;
   answers are asked for uncompressed and a compressed one is refused, so no decompression can
   outgrow the limits;
@@ -71,12 +71,12 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from app.catalog import inline_config
 from app.catalog.schemas import Catalog
 from app.config import DEFAULT_HUB_ENDPOINT, Settings
 from app.db.base import utcnow
 from app.db.tables import HubConfig
 from app.errors import DomainError, InvalidInput, NotFound, Unavailable
-from app.estimates import inline_config
 
 _T = TypeVar("_T")
 

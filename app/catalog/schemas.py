@@ -11,20 +11,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from app.errors import NotFound
 
+# The catalog's vocabularies, from app/vocabularies.py (below the tables, whose CHECK
+# constraints are built from them); named here, where the domain's users import them.
+from app.vocabularies import STOCK_STATUSES as STOCK_STATUSES
+from app.vocabularies import SYSTEM_KINDS as SYSTEM_KINDS
+from app.vocabularies import StockStatus as StockStatus
+from app.vocabularies import SystemKind as SystemKind
+
 if TYPE_CHECKING:
     from app.engine.shapes import ModelShape
-
-# The catalog's vocabularies; the tables' CHECK constraints are built from these.
-StockStatus = Literal["in_stock", "on_order", "on_request"]
-STOCK_STATUSES: tuple[StockStatus, ...] = get_args(StockStatus)
-"""What the shop says about availability (staff set it; the seed only on insert)."""
-SystemKind = Literal["workstation", "server", "appliance"]
-SYSTEM_KINDS: tuple[SystemKind, ...] = get_args(SystemKind)
-"""The kinds of system the shop configures around its cards."""
 
 
 @dataclass(frozen=True, slots=True)

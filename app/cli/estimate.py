@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.catalog import inline_config
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.cli.errors import CliError
@@ -41,7 +42,7 @@ from app.engine.states import (
     SHARDINGS,
 )
 from app.errors import DomainError
-from app.estimates import inline_config, service
+from app.estimates import service
 from app.estimates.memory_size import parse_memory_size
 from app.estimates.token_count import parse_token_count
 
@@ -152,7 +153,7 @@ def _targets(value: str) -> str | tuple[str, ...]:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The config.json at ``path``, held to the bounds the page and the API hold it to
-    (:mod:`app.estimates.inline_config`); any problem is a DomainError naming the file."""
+    (:mod:`app.catalog.inline_config`); any problem is a DomainError naming the file."""
     try:
         with path.open("rb") as handle:
             raw = handle.read(inline_config.MAX_DOCUMENT_BYTES + 1)

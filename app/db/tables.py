@@ -6,9 +6,9 @@ Relationships are ``lazy="raise"`` so that no template or service can trigger a
 hidden query: whoever needs related rows loads them explicitly in the repository.
 
 The vocabularies the CHECK constraints hold columns to (stock statuses, system kinds, quote
-statuses, item and line kinds, staff roles) belong to their domains (``app.catalog.schemas``,
-``app.quotes.schemas``, ``app.accounts.roles``, modules that import nothing of the database);
-the tables import them from there.
+statuses, item and line kinds, staff roles) are the domains' words, kept in
+``app/vocabularies.py`` below both, so the database layer imports no domain (an import
+contract); the domains name them to their users.
 
 Staff-owned columns (``price_eur_net``, ``stock_status``, ``active``,
 ``product_url``) are only written by the seed on insert; everything else is a
@@ -40,11 +40,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column, relationship
 
-from app.accounts.roles import STAFF_ROLES
-from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS
 from app.db.base import Base, utcnow
 from app.db.types import UtcDateTime
-from app.quotes.schemas import ITEM_KINDS, LINE_KINDS, QUOTE_STATUSES, WORKLOADS
+from app.vocabularies import (
+    ITEM_KINDS,
+    LINE_KINDS,
+    QUOTE_STATUSES,
+    STAFF_ROLES,
+    STOCK_STATUSES,
+    SYSTEM_KINDS,
+    WORKLOADS,
+)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:

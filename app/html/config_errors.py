@@ -1,7 +1,7 @@
 """What an HTML form says when a config.json is refused: one table for every page that reads one.
 
 The storefront's calculator (and its quote form) and the staff model import read a config.json
-with the same reader (:func:`app.estimates.inline_config.read_config_text`), so they word its
+with the same reader (:func:`app.catalog.inline_config.read_config_text`), so they word its
 refusals the same way, beside the field the document was pasted into.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from app.estimates import inline_config
+from app.catalog import inline_config
 from app.html.forms import N_, FieldErrors
 
 MESSAGES: Final[dict[inline_config.Problem, str]] = {
@@ -22,7 +22,7 @@ MESSAGES: Final[dict[inline_config.Problem, str]] = {
     "too_large": N_("A number in this config.json is too large (at most 2^53)."),
     "not_unicode": N_("A config.json may only contain valid Unicode text."),
 }
-"""The message for each bound of :mod:`app.estimates.inline_config` (English msgids)."""
+"""The message for each bound of :mod:`app.catalog.inline_config` (English msgids)."""
 
 
 def add(errors: FieldErrors, field: str, error: inline_config.ConfigValueError) -> None:

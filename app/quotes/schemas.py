@@ -7,20 +7,17 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, get_args
 
-# The quotes domain's vocabularies; the tables' CHECK constraints are built from these.
-ItemKind = Literal["gpu", "system"]
-ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
-"""What a customer or partner can ask a quote for: a card or a system of the catalog."""
-Workload = Literal["training", "serving"]
-WORKLOADS: tuple[Workload, ...] = get_args(Workload)
-"""Which calculator a request's sizing came from: fine-tuning (``/``, the partner API) or
-serving (``/serve``)."""
-LineKind = Literal[ItemKind, "other"]
-LINE_KINDS: tuple[LineKind, ...] = get_args(LineKind)
-"""What staff can price on a line: a catalog item, or anything else (installation, shipping)."""
-QuoteStatus = Literal["new", "in_progress", "sent", "accepted", "expired"]
-QUOTE_STATUSES: tuple[QuoteStatus, ...] = get_args(QuoteStatus)
-"""The desk's workflow: new -> in_progress -> sent -> accepted | expired."""
+# The quotes domain's vocabularies, from app/vocabularies.py (below the tables, whose CHECK
+# constraints are built from them); named here, where the domain's users import them.
+from app.vocabularies import ITEM_KINDS as ITEM_KINDS
+from app.vocabularies import LINE_KINDS as LINE_KINDS
+from app.vocabularies import QUOTE_STATUSES as QUOTE_STATUSES
+from app.vocabularies import WORKLOADS as WORKLOADS
+from app.vocabularies import ItemKind as ItemKind
+from app.vocabularies import LineKind as LineKind
+from app.vocabularies import QuoteStatus as QuoteStatus
+from app.vocabularies import Workload as Workload
+
 SENT_STATUSES: tuple[QuoteStatus, ...] = ("sent", "accepted", "expired")
 """Where a sent quote may still move; its lines and prices are frozen."""
 AcceptedVia = Literal["link", "desk"]

@@ -11,9 +11,8 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from app import caches
-from app.catalog import editing, hub
+from app.catalog import editing, hub, inline_config
 from app.errors import DomainError, InvalidInput
-from app.estimates import inline_config
 from app.html import config_errors, htmx, hub_errors
 from app.html.forms import N_, FieldErrors
 from app.http.session import DbSession
@@ -56,7 +55,7 @@ def _fetched(request: Request, session: Session, data: dict[str, str],
 
 def _config(data: Mapping[str, str], errors: FieldErrors) -> dict[str, Any] | None:
     """The uploaded file wins over the pasted text; read as every surface reads a config.json
-    (:func:`app.estimates.inline_config.read_config_text`: a JSON object, at most 256 KB,
+    (:func:`app.catalog.inline_config.read_config_text`: a JSON object, at most 256 KB,
     nothing a database or a response cannot hold)."""
     text = data.get("config_file", "").strip() or data.get("config", "").strip()
     if not text:

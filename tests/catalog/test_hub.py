@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from app.catalog import hub
 from app.catalog.hub import HubAccess, HubFlights, choose_model, hub_model, parse_ref
+from app.catalog.inline_config import MAX_CONFIG_BYTES, MAX_DOCUMENT_BYTES
 from app.catalog.seed import load_seed_catalog
 from app.config import SEED_DIR
 from app.db.tables import HubConfig
 from app.errors import DomainError, InvalidInput, NotFound, Unavailable
-from app.estimates.inline_config import MAX_CONFIG_BYTES, MAX_DOCUMENT_BYTES
 from tests.fake_hub import FakeHub, FakeRepo, running_hub
 
 QWEN3_8B: dict[str, Any] = json.loads((SEED_DIR / "models" / "qwen3-8b.json").read_text())

@@ -1,5 +1,5 @@
 """Real published config.json files that the reader used to refuse (issue 29, point 1), read
-through the one reader every surface uses (``app/estimates/inline_config.py``) and sized.
+through the one reader every surface uses (``app/catalog/inline_config.py``) and sized.
 
 * nvidia/Nemotron-H-56B-Base-8K carries ``"time_step_limit": [0.0, Infinity]``, which
   transformers reads (Python's ``json``); it was refused as "numbers must be finite". Its
@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from app.catalog import inline_config
+from app.catalog.inline_config import read_config_bytes
 from app.engine.approximate import shape_of
 from app.engine.model_types import parse_config
 from app.engine.states import LoraSetup, lora_trainable_params
-from app.estimates import inline_config
-from app.estimates.inline_config import read_config_bytes
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((CONFIGS / "expected_hybrid.json").read_text())

@@ -1,4 +1,4 @@
-"""The one config.json reader (``app/estimates/inline_config.py``): each refusal is data, the
+"""The one config.json reader (``app/catalog/inline_config.py``): each refusal is data, the
 bound (``problem``) and the place in the document (``path``), never a plain ValueError, a
 RecursionError or a UnicodeError escaping to the surface that called it."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from app.estimates import inline_config
-from app.estimates.inline_config import ConfigValueError, read_config_bytes, read_config_text
+from app.catalog import inline_config
+from app.catalog.inline_config import ConfigValueError, read_config_bytes, read_config_text
 from tests.security.catalogue import LLAMA, llama, llama_with, nested
 
 

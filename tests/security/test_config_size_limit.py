@@ -1,6 +1,6 @@
 """The 256 KB config.json limit, at its edge, on every surface.
 
-Where it is enforced: ``app/estimates/inline_config.py`` (``MAX_CONFIG_BYTES``), checked by the
+Where it is enforced: ``app/catalog/inline_config.py`` (``MAX_CONFIG_BYTES``), checked by the
 page's form parser (``app/web/calculator_form.py``: an inline error), the API's request mapping
 (``app/api/v1/estimates.py``: 413, inside the 300 KB body limit of ``app/api/v1/limits.py``)
 and ``sizer estimate --model-config`` (``app/cli/estimate.py``). A config of exactly 256 KB is
@@ -138,6 +138,7 @@ def test_sizer_sizes_a_config_of_exactly_256_kb(
     monkeypatch.setenv("SIZER_DATABASE_URL", f"sqlite:///{tmp_path / 'none.db'}")
     path = tmp_path / "config.json"
     path.write_text(LARGEST_CONFIG, encoding="utf-8")
-    run = sizer("estimate", "--model-config", str(path), "--method", "lora", "--format", "json")
+    run = sizer("estimate", "--offline", "--model-config", str(path), "--method", "lora",
+                "--format", "json")
     assert run.code == 0, run.stderr
     assert json.loads(run.stdout)["model_type"] == "llama"

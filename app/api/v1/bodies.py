@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.v1.problems import ApiProblem
+from app.catalog import inline_config
 from app.errors import InvalidInput
-from app.estimates import inline_config
 
 
 def check_model_choice(model: str | None, config: dict[str, Any] | None) -> None:

@@ -2,7 +2,7 @@
 
 Python's ``json`` converts every integer literal, and refuses one of more than 4,300 digits with
 a plain ValueError (``sys.get_int_max_str_digits``); FastAPI then answers "error parsing the
-body" for the whole document. Read with :func:`app.estimates.inline_config.loads_bounded`
+body" for the whole document. Read with :func:`app.catalog.inline_config.loads_bounded`
 instead, a literal longer than any bound the API allows stays a placeholder, so the body parses
 and the problem points at the field that holds it: ``body.batch_size`` ("Input should be a
 valid integer"), or ``body.model_config`` with the place inside the config.json and the digits
@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-from app.estimates import inline_config
+from app.catalog import inline_config
 
 
 class _BoundedJsonRequest(Request):

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from app.catalog import hub
+from app.catalog import hub, inline_config
 from app.catalog.schemas import StockStatus, SystemKind
 from app.engine import serving as serving_engine
 from app.engine.activations import Attention
@@ -35,7 +35,7 @@ from app.engine.serving import KvDtype, Runtime
 from app.engine.serving_weights import WeightFormat
 from app.engine.sharding import ShardingImpl
 from app.engine.states import Accounting, Method, MoeLora, Offload, Optimizer, Quant, Sharding
-from app.estimates import inline_config, job_limits, memory_size
+from app.estimates import job_limits, memory_size
 from app.estimates.serving import WeightChoice
 from app.quotes.schemas import AcceptedVia, ItemKind, LineKind, QuoteStatus, Workload
 
@@ -298,7 +298,7 @@ def config_within_bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
     (``layers[1]: integers must be within ...``, without Pydantic's "Value error,"
     prefix), and whose type names the bound (``config_too_large``). NaN and Infinity, which the
     body's JSON parser reads as transformers does, are kept as their text
-    (:func:`~app.estimates.inline_config.replace_non_finite`), as every surface keeps them."""
+    (:func:`~app.catalog.inline_config.replace_non_finite`), as every surface keeps them."""
     if value is not None:
         value = inline_config.replace_non_finite(value)
         try:
