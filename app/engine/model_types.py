@@ -43,7 +43,7 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     # arch_gemma4.py
     "gemma4", "gemma4_text",
     # issue 29: arch_dense.py, arch_multimodal.py
-    "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4",
+    "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2",
 )
 # Mixture-of-experts and MLA families (app/engine/arch_moe.py).
 MOE_MODEL_TYPES: tuple[str, ...] = (
@@ -91,6 +91,7 @@ _BUILDERS: dict[str, Callable[[_Config], ModelShape]] = {
     "qwen3_5_text": arch_hybrid.qwen3_5_text, "qwen3_5_moe_text": arch_hybrid.qwen3_5_moe_text,
     "ministral3": lambda cfg: _dense_swiglu(cfg, "ministral3", biases=_no_biases),
     "gemma4": arch_gemma4.gemma4, "gemma4_text": arch_gemma4.gemma4_text,
-    "smollm3": arch_dense.smollm3, "deepseek_v4": arch_deepseek_v4.deepseek_v4,
+    "smollm3": arch_dense.smollm3, "lfm2": arch_dense.lfm2,
+    "deepseek_v4": arch_deepseek_v4.deepseek_v4,
     "qwen3_vl": arch_multimodal.qwen3_vl, "qwen3_vl_moe": arch_multimodal.qwen3_vl_moe,
 }

@@ -82,13 +82,15 @@ FULL = "full_attention"
 SLIDING = "sliding_attention"
 LINEAR = "linear_attention"
 MAMBA = "mamba"
-LAYER_KINDS: Final = (FULL, SLIDING, LINEAR, MAMBA)
+CONV = "conv"
+"""LFM2's short-convolution layers: no KV cache (their small fixed state is not counted)."""
+LAYER_KINDS: Final = (FULL, SLIDING, LINEAR, MAMBA, CONV)
 _ALIASES: Final[Mapping[str, str]] = {
     "full_attention": FULL, "attention": FULL, "global": FULL,
     "sliding_attention": SLIDING, "sliding_window": SLIDING, "local": SLIDING,
     "chunked_attention": SLIDING,
     "linear_attention": LINEAR,
-    "mamba": MAMBA, "mamba2": MAMBA,
+    "mamba": MAMBA, "mamba2": MAMBA, "conv": CONV,
 }
 
 
@@ -290,6 +292,13 @@ def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
                                     kinds=", ".join(LAYER_KINDS))
             counts[kind] = counts.get(kind, 0) + 1
         return counts
+    attention_layers = cfg.raw.get("full_attn_idxs")
+    if cfg.raw.get("model_type") == "lfm2" and isinstance(attention_layers, list):
+        # LFM2 (Lfm2Config): these layers attend, the others are short convolutions, whose
+        # fixed state ((conv_L_cache - 1) x hidden values a request, about 80 KB in bf16 on
+        # LFM2-1.2B) is not counted
+        return {FULL: sum(1 for i in set(attention_layers)
+                          if isinstance(i, int) and 0 <= i < layers)}
     pattern = cfg.raw.get("hybrid_override_pattern")
     if pattern is not None:
         if not isinstance(pattern, str) or len(pattern) != layers:

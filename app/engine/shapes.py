@@ -298,6 +298,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "output_proj_dims": MAX_HIDDEN_SIZE,
     # arch_moe.py (MiMo-V2-Flash), arch_deepseek_v4.py: grouped output, hyper-connections,
     # compression rates.
+    "block_ff_dim": MAX_INTERMEDIATE_SIZE, "block_multiple_of": MAX_INTERMEDIATE_SIZE,
+    "conv_L_cache": MAX_CONV_KERNEL,
     "o_groups": MAX_HEADS, "o_lora_rank": MAX_HIDDEN_SIZE, "hc_mult": MAX_SMALL_FACTOR,
     "compress_rate_csa": MAX_COMPRESS_RATE, "compress_rate_hca": MAX_COMPRESS_RATE,
     "compress_rates.compressed_sparse_attention": MAX_COMPRESS_RATE,

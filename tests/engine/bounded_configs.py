@@ -101,6 +101,8 @@ FIELDS["llama4_text"] = (*_COMMON, "num_local_experts", "num_experts_per_tok",
                          "interleave_moe_layer_step", "intermediate_size_mlp")
 FIELDS["mimo_v2_flash"] = (*_COMMON, "v_head_dim", "n_routed_experts", "num_experts_per_tok",
                            "moe_intermediate_size")
+FIELDS["lfm2"] = (*tuple(f for f in _COMMON if f != "intermediate_size"), "block_ff_dim",
+                  "block_multiple_of", "conv_L_cache")
 FIELDS["deepseek_v4"] = (
     "num_hidden_layers", "hidden_size", "vocab_size", "num_attention_heads", "head_dim",
     "max_position_embeddings", "q_lora_rank", "o_groups", "o_lora_rank", "hc_mult",
@@ -135,6 +137,7 @@ ORDINARY: dict[str, int] = dict(
     n_shared_experts=1, first_k_dense_replace=3,
     interleave_moe_layer_step=2, intermediate_size_mlp=8192, q_lora_rank=1536,
     kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
+    block_ff_dim=6144, block_multiple_of=256, conv_L_cache=3,
     o_groups=8, o_lora_rank=1024, hc_mult=4, compress_rate_csa=4, compress_rate_hca=128,
     index_n_heads=64, index_head_dim=128, index_topk_freq=1, index_skip_topk_offset=2,
     global_head_dim=512, hidden_size_per_layer_input=256, vocab_size_per_layer_input=262_144,

@@ -149,3 +149,22 @@ def test_deepseek_v4_reads_layer_types_as_its_legacy_compress_ratios() -> None:
     renamed = {k: v for k, v in config.items() if k != "compress_ratios"}
     renamed["layer_types"] = [kinds[r] for r in config["compress_ratios"]]
     assert shape_of(renamed).total_params == shape_of(config).total_params
+
+
+def test_lfm2_is_counted_exactly_and_serves_from_its_attention_layers() -> None:
+    """Refused before ("needs intermediate_size": LFM2 names it block_ff_dim). LFM2-1.2B:
+    1,170,340,608 parameters (ten short-convolution and six attention layers, the MLP width
+    adjusted to 8192 as Lfm2MLP adjusts it, tied); a token's KV sits in the six attention
+    layers only: 2 x 6 x 8 kv heads x 64 x 2 bytes."""
+    config = _config("lfm2-1.2b")
+    shape = shape_of(config)
+    assert shape.approximation is None
+    assert shape.total_params == HYBRID["lfm2-1.2b"]["total"] == 1_170_340_608
+    assert shape.intermediate_size == 8192
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == HYBRID["lfm2-1.2b"]["lora_r16"]
+    assert kv_layout(config, shape).bytes_per_token(1, 2) == 2 * 6 * 8 * 64 * 2
+    listed = {k: v for k, v in config.items() if k != "full_attn_idxs"}
+    listed["layer_types"] = ["full_attention" if i in config["full_attn_idxs"] else "conv"
+                             for i in range(16)]
+    assert shape_of(listed).total_params == shape.total_params
+    assert kv_layout(listed, shape).bytes_per_token(1, 2) == 2 * 6 * 8 * 64 * 2
