@@ -196,7 +196,9 @@ def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeVie
         else None
     if best is not None:
         verdict = FieldError(N_("%(name)s serves %(users)s users at %(context)s tokens each, "
-                                "up to %(most)s at once."),
+                                "up to %(most)s at once.") if calc.users != 1 else
+                             N_("%(name)s serves %(users)s user at %(context)s tokens, up to "
+                                "%(most)s at once."),
                              {"name": gpus[best.gpu].name, "users": calc.users,
                               "context": calc.context, "most": best.max_concurrency})
     elif first is not None:

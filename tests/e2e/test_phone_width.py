@@ -161,3 +161,24 @@ def _first_system(context: Any) -> str:
     match = re.search(r'href="/staff/catalog/systems/([\w.-]+)"', listing)
     assert match
     return match.group(1)
+
+
+def test_a_sent_quote_shows_its_net_column_and_a_checkbox_a_finger_can_hit(phone: Any) -> None:
+    """Issue 30, point 6: on a phone /q/ pushed the lines' net column off-screen and the accept
+    checkbox was about 13 px; the lines now stack, and the box is 24 px (WCAG 2.2's target)."""
+    path = _customer_quote(phone)
+    if "/staff/sign-in" in phone.request.get("/staff/quotes").url:  # not yet signed in
+        _sign_in(phone)
+    desk = phone.request.get("/staff/quotes").text()
+    newest = re.findall(r'href="/staff/quotes/(Q-[A-Z0-9]+)"', desk)[0]
+    _send(phone, newest)
+    page = phone.new_page()
+    page.goto(path)
+    net = page.locator(".quote-lines td.net").first
+    box = net.bounding_box()
+    assert net.is_visible() and box is not None
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    checkbox = page.locator("#f-confirm").bounding_box()
+    assert checkbox is not None
+    assert checkbox["width"] >= 24 and checkbox["height"] >= 24
+    page.close()

@@ -34,7 +34,7 @@ def test_serve_walk_in_english(walk: Any, artifacts: Path) -> None:
     page.wait_for_url(re.compile(r"/serve$"))
     page.select_option("#f-model", "llama-3.1-8b")
     page.wait_for_url(re.compile(r"model=llama-3.1-8b"))
-    assert "serves 1 users" in text(page, "#result-title")
+    assert "serves 1 user at" in text(page, "#result-title")
     before = users_on(page, "rtx-pro-6000")
     page.fill("#f-context", "32768")
     page.wait_for_url(re.compile(r"context=32768"))

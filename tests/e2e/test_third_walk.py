@@ -220,3 +220,37 @@ def test_a_change_shows_its_result_in_a_blink(walk: Any, artifacts: Path) -> Non
     (artifacts / "timings.json").write_text(json.dumps(report, indent=1))
     print("change -> result on screen:", report)
     assert len(timings) == len(CHANGES)
+
+
+TINY = json.dumps({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
+                   "num_attention_heads": 16, "num_key_value_heads": 8, "num_hidden_layers": 8,
+                   "vocab_size": 32000, "max_position_embeddings": 4096})
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE])
+def test_the_language_switch_keeps_a_pasted_config_and_the_quote_form(
+    walk: Any, viewport: dict[str, int]
+) -> None:
+    """Issue 30, point 6: switching language dropped a pasted config.json and what was typed
+    into the quote form (neither is in the address)."""
+    page = _open(walk, "en", viewport, "/?model=llama-3.1-8b&method=lora")
+    page.select_option("#f-model", "custom")
+    page.fill("#f-config", TINY)
+    page.wait_for_function(
+        "() => (document.querySelector('.model-line') || {innerText: ''})"
+        ".innerText.includes('Your model')")
+    page.get_by_role("link", name="Deutsch").click()
+    page.wait_for_function("() => document.documentElement.lang === 'de'")
+    assert page.input_value("#f-config") == TINY
+    assert page.input_value("#f-model") == "custom"
+    page.wait_for_function(
+        "() => (document.querySelector('.model-line') || {innerText: ''})"
+        ".innerText.includes('Ihr Modell')")
+
+    page.goto("/quote?item=gpu:rtx-pro-6000&model=llama-3.1-8b&method=lora")
+    page.fill("#f-name", "Ada Lovelace")
+    page.fill("#f-company", "Analytical Engines GmbH")
+    page.get_by_role("link", name="English").click()
+    page.wait_for_function("() => document.documentElement.lang === 'en'")
+    assert page.input_value("#f-name") == "Ada Lovelace"
+    assert page.input_value("#f-company") == "Analytical Engines GmbH"

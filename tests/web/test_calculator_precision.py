@@ -139,8 +139,8 @@ def test_the_page_shows_allocated_and_reserved_in_german(
     calc, errors = form.parse({"model": "llama-3.1-8b", "method": "lora"})
     assert not errors
     body = make_client().get("/", params=calc.query(), headers={"Accept-Language": "de"}).text
-    assert "Belegt je GPU (lebende Tensoren an der Spitze)" in body
-    assert "Von PyTorchs Allokator reserviert, je GPU" in body
+    assert "Belegt im vollsten Moment, je GPU" in body  # plain words (issue 30, point 5)
+    assert "Von PyTorch gehalten, mit Reserve, je GPU" in body
     assert 'id="fig-allocated"' in body and 'id="fig-reserved"' in body
     assert "Erweiterbare Segmente von PyTorch" in body
     assert "reserviert: PyTorchs Speicher-Allokator hält 25,5 % der eigenen" in body

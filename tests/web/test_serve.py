@@ -27,7 +27,7 @@ def test_first_load_shows_every_card_and_system(client: TestClient, htmx: bool) 
     assert ("<html" in body) is not htmx
     assert body.count('<tr id="card-') == SEED_CARDS
     assert body.count('<tr id="system-') == SEED_SYSTEMS
-    assert "serves 1 users at 8,192 tokens each" in body
+    assert "serves 1 user at 8,192 tokens, up to" in body  # not "1 users" (issue 30)
     assert "Request a quote" in body and "/quote?item=gpu%3A" in body
 
 

@@ -50,7 +50,7 @@ def test_a_bad_number_is_named_beside_its_field_and_sizes_nothing(
 def test_a_shared_link_leaves_defaults_out_and_is_still_sized(client: TestClient) -> None:
     response = client.get("/serve?model=llama-3.1-8b", headers=HX)
     assert response.status_code == 200
-    assert "serves 1 users at 8,192 tokens each" in response.text
+    assert "serves 1 user at 8,192 tokens, up to" in response.text
 
 
 @pytest.mark.parametrize(("lang", "message"), [
@@ -110,6 +110,6 @@ def test_the_verdict_bar_comes_with_every_result(client: TestClient) -> None:
     for body in (page, fragment):
         bar = re.search(r'<div id="verdict-bar".*?</div>', body, re.S)
         assert bar, "the phone's verdict bar"
-        assert "serves 1 users" in bar.group(0)
+        assert "serves 1 user at" in bar.group(0)
         assert "/quote?item=" in bar.group(0) and "workload=serving" in bar.group(0)
     assert 'id="verdict-bar" class="verdict-bar ok" hx-swap-oob="true"' in fragment

@@ -27,16 +27,17 @@ def figures(body: str) -> dict[str, str]:
 def test_every_figure_says_per_gpu_or_all_gpus(client: TestClient) -> None:
     labels = figures(client.get(SHARDED_70B).text)
     assert labels == {
-        "Model states per GPU": "fig-states",
-        "Model states, all 8 GPUs together": "fig-states-total",
-        "of which adapter, per GPU": "fig-adapter",
-        "Activations at the peak, per GPU": "fig-activations",
-        "Allocated per GPU (live tensors at the peak)": "fig-allocated",
-        "Reserved per GPU by PyTorch's allocator": "fig-reserved",
-        "Total per GPU": "fig-total",
+        "Total per GPU, what the card must hold": "fig-total",
+        "Weights, gradients and optimizer, per GPU": "fig-states",
+        "Weights, gradients and optimizer, all 8 GPUs together": "fig-states-total",
+        "of which the adapters, per GPU": "fig-adapter",
+        "Activations (the batch's working memory), per GPU": "fig-activations",
+        "In use at the busiest moment, per GPU": "fig-allocated",
+        "Held by PyTorch with its spare room, per GPU": "fig-reserved",
     }
     one_gpu = figures(client.get("/?model=llama-3.1-8b&method=lora").text)
-    assert "Model states per GPU" in one_gpu and "fig-states-total" not in one_gpu.values()
+    assert "Weights, gradients and optimizer, per GPU" in one_gpu
+    assert "fig-states-total" not in one_gpu.values()
 
 
 def test_per_gpu_states_are_a_share_of_the_total(client: TestClient) -> None:

@@ -18,6 +18,9 @@
 // 7. The phone's verdict bar goes stale with the form: from a change until its fresh result
 //    stands, it says so and its "Request a quote" link (which carries the old inputs) is
 //    disabled (issue 30, 4).
+// 8. The language switch keeps what was typed and is in no address (a pasted config.json, the
+//    quote form's entries): kept in this tab's sessionStorage, never sent anywhere, and put
+//    back into the same page in the other language, which then recalculates (issue 30, 6).
 (function () {
   "use strict";
   var TYPING_DELAY_MS = 150;
@@ -142,6 +145,56 @@
   document.addEventListener("htmx:afterSettle", focusMessage);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusMessage);
   else focusMessage();
+  var KEPT = "sizer-kept-fields";
+  var KEPT_FORMS = ["calc", "serve", "quote"];
+  function fieldsOf(form) {
+    var fields = {};
+    Array.prototype.forEach.call(form.elements, function (el) {
+      if (!el.name || ["hidden", "submit", "button", "file"].indexOf(el.type) >= 0) return;
+      fields[el.name] = el.type === "checkbox" ? (el.checked ? "1" : "") : el.value;
+    });
+    return fields;
+  }
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest ? event.target.closest("a[data-lang-switch]") : null;
+    if (!link) return;
+    var forms = {};
+    KEPT_FORMS.forEach(function (id) {
+      var form = document.getElementById(id);
+      if (form) forms[id] = fieldsOf(form);
+    });
+    try {
+      window.sessionStorage.setItem(KEPT, JSON.stringify({ path: window.location.pathname, forms: forms }));
+    } catch (e) { /* no storage: the switch still keeps what the address holds */ }
+  });
+  function restoreKept() {
+    var raw = null;
+    try {
+      raw = window.sessionStorage.getItem(KEPT);
+      window.sessionStorage.removeItem(KEPT);
+    } catch (e) { return; }
+    if (!raw) return;
+    var kept = JSON.parse(raw);
+    if (!kept || kept.path !== window.location.pathname) return;
+    Object.keys(kept.forms || {}).forEach(function (id) {
+      var form = document.getElementById(id);
+      if (!form) return;
+      var changed = false;
+      Object.keys(kept.forms[id]).forEach(function (name) {
+        var el = form.elements.namedItem(name);
+        if (!el || !el.type || el.type === "hidden") return;
+        var value = kept.forms[id][name];
+        if (el.type === "checkbox") {
+          if (el.checked !== (value === "1")) { el.checked = value === "1"; changed = true; }
+        } else if (el.value !== value) { el.value = value; changed = true; }
+      });
+      if (changed && SIZING_FORMS[id] && window.htmx && !checkForm(form)) window.htmx.trigger(form, "recalc");
+    });
+  }
+  // after htmx has set up the page (its own DOMContentLoaded work), so "recalc" is heard
+  function restoreLater() { window.setTimeout(restoreKept, 0); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", restoreLater);
+  else restoreLater();
   document.addEventListener("htmx:pushedIntoHistory", followLocation);
   document.addEventListener("htmx:replacedInHistory", followLocation);
   window.addEventListener("popstate", followLocation);

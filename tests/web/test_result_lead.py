@@ -1,0 +1,59 @@
+"""The result leads with one figure (issue 30, point 5): "Needs 42.8 GB per GPU" and the best
+choice's price right under the verdict; the breakdown tiles, in plain words, behind "details";
+cards named as they are sold, the usable memory explained once.
+
+The walk found six tiles with allocator words first, the figure that matters ("total per GPU")
+last, and "48 GB card, 51.3 GB usable" on every row, which reads as an error to a buyer."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+URL = "/?model=llama-3.1-8b&method=lora"
+
+
+def test_the_result_leads_with_the_total_per_gpu_and_the_best_price(client: TestClient,
+                                                                     htmx: bool) -> None:
+    body = client.get(URL, headers={"HX-Request": "true"} if htmx else {}).text
+    body = body.replace("\u00a0", " ")
+    result = body[body.index('id="result-title"'):]
+    lead = re.search(r'<p class="lead" id="lead-figure">Needs ([\d.,]+ GB) per GPU(.*?)</p>',
+                     result, re.S)
+    assert lead, "the lead figure"
+    total = re.search(r'id="fig-total">([\d.,]+ GB)<', result)
+    assert total and lead.group(1) == total.group(1)
+    assert "EUR" in lead.group(2) or "€" in lead.group(2) or "Price on request" in lead.group(2)
+    # nothing but notes between the verdict and the lead: no tile, table or chart before it
+    before = result[:result.index('id="lead-figure"')]
+    assert "<dl" not in before and "<table" not in before and "<figure" not in before
+
+
+def test_the_breakdown_tiles_are_behind_details_with_the_total_first(client: TestClient) -> None:
+    body = client.get(URL).text
+    details = re.search(r'<details class="breakdown" id="breakdown">(.*?)</details>', body, re.S)
+    assert details, "the breakdown is behind details"
+    tiles = re.findall(r'<dd id="(fig-[a-z-]+)">', details.group(1))
+    assert tiles[0] == "fig-total"
+    assert set(tiles) == set(re.findall(r'<dd id="(fig-[a-z-]+)">', body))
+    for word in ("Allocated", "Reserved", "allocator", "live tensors", "Model states"):
+        assert word not in details.group(1), word
+
+
+def test_cards_are_named_as_sold_and_usable_memory_is_explained_once(client: TestClient) -> None:
+    body = client.get(URL).text.replace("\u00a0", " ")
+    start = body.index('id="cards-title"')
+    table = body[start:body.index("</table>", start)]
+    assert re.search(r'id="card-rtx-pro-5000-48gb".*?<small>48 GB card</small>', table, re.S)
+    assert not [name for name in re.findall(r"<small>([^<]*)</small>", table) if "usable" in name]
+    assert body.count('id="gib-note"') == 1
+    assert "48 GiB" in body
+
+
+@pytest.mark.parametrize("lang", ["de"])
+def test_the_lead_is_german_on_german_pages(client: TestClient, lang: str) -> None:
+    body = client.get(URL, headers={"Accept-Language": lang}).text
+    assert re.search(r'id="lead-figure">Braucht [\d.,]+\u00a0GB je GPU', body)
+    assert "Details: woraus die" in body
