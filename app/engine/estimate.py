@@ -830,7 +830,10 @@ def speed_job(shape: ModelShape, job: Job) -> SpeedJob:
     job = unsloth.as_run(job)
     shape = litgpt.as_built(shape, job.framework)
     dtypes = job.training_precision
-    states = model_states(shape, job, gpus=1, sharding="none")
+    # The whole model's states, unsharded and on the card (offload is a traffic term of its
+    # own in :mod:`speed`; parameter offload is valid only beside ZeRO-3, which this drops).
+    states = model_states(shape, dataclasses.replace(job, offload="none"), gpus=1,
+                          sharding="none")
     lora = job.lora
     saved = 0
     if job.activation_offload:
