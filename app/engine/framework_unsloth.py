@@ -29,15 +29,31 @@ PEFT's layout for both, the larger; the "How we calculate" page says so.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-    from app.engine.estimate import Job
+from typing import Any, ClassVar, Final, Protocol, TypeVar
 
 UNSLOTH: Final = "unsloth"
 
 
-def as_run(job: Job) -> Job:
+class TrainingJob(Protocol):
+    """What :func:`as_run` reads of a job: a protocol, so that this module does not import
+    ``estimate`` (which imports it)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def framework(self) -> str: ...
+
+    @property
+    def gradient_checkpointing(self) -> bool: ...
+
+    @property
+    def activation_offload(self) -> bool: ...
+
+
+J = TypeVar("J", bound=TrainingJob)
+
+
+def as_run(job: J) -> J:
     """``job`` as Unsloth runs it: its fused loss, and its offloaded checkpointing when
     checkpointing is on (module docstring); any other framework's job unchanged."""
     if job.framework != UNSLOTH:
