@@ -67,6 +67,24 @@ def test_the_search_sizes_the_model_meant_and_says_when_nothing_matches(
     assert text(page, "#search-status") == ""
 
 
+@pytest.mark.parametrize(("lang", "viewport"), [("en", DESKTOP), ("de", PHONE)])
+def test_a_hub_out_of_reach_replaces_the_old_verdict_with_the_way_on(
+    walk: Any, lang: str, viewport: dict[str, int]
+) -> None:
+    """The walk's defect: a repository id typed while the Hub could not be reached left
+    Qwen3-8B's verdict standing under the new name; the server's 503 (paste the config.json)
+    was dropped by htmx."""
+    page = _open(walk, lang, viewport, "/?model=qwen3-8b&method=lora")
+    old = text(page, "#result-title")
+    page.fill("#f-q", "mistralai/Mistral-Small-24B-Instruct-2501")
+    page.wait_for_function(
+        "() => document.querySelector('#err-model').innerText.trim() !== ''")
+    assert "config.json" in text(page, "#err-model")
+    assert text(page, "#result-title") != old
+    assert "Qwen3-8B" not in page.locator("#result").inner_text()
+    assert "Mistral-Small-24B" in page.input_value("#f-model")
+
+
 ERRORS = (400, 404, 409, 413, 415, 422, 429, 500, 502, 503, 504)
 
 
