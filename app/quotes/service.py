@@ -74,6 +74,7 @@ def _item(catalog: Catalog, sizing: Sizing, kind: ItemKind, slug: str) -> tuple[
             "gpu": row.gpu.slug, "gpus": row.gpus, "sharding": row.sharding, "fits": row.fits,
             "total_bytes_per_gpu": row.total_bytes_per_gpu,
             "free_bytes_per_gpu": row.free_bytes_per_gpu, "max_batch_size": row.max_batch_size,
+            "setup": asdict(row.setup) if row.setup is not None else None,
         }
     return system.name, system.price_eur_net, fit_data
 
@@ -88,7 +89,8 @@ def snapshot(sizing: Sizing, item_fit: dict[str, Any], query: dict[str, str]) ->
             {"slug": r.system.slug, "name": r.system.name, "gpu": r.gpu.slug, "gpus": r.gpus,
              "sharding": r.sharding, "fits": r.fits,
              "total_bytes_per_gpu": r.total_bytes_per_gpu,
-             "free_bytes_per_gpu": r.free_bytes_per_gpu, "max_batch_size": r.max_batch_size}
+             "free_bytes_per_gpu": r.free_bytes_per_gpu, "max_batch_size": r.max_batch_size,
+             "setup": asdict(r.setup) if r.setup is not None else None}
             for r in sizing.systems
         ],
     }

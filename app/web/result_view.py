@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 from urllib.parse import urlencode
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
@@ -21,6 +22,8 @@ from app.engine.estimate import (
     CardFit,
     EstimateResult,
     Lever,
+    Recommendation,
+    Setup,
     headroom_bytes,
 )
 from app.estimates.recommendations import StorefrontKey, storefront_key
@@ -291,6 +294,11 @@ class CardRow:
         """``fits`` (with headroom), ``tight`` or ``nofit``."""
         return "fits" if self.fit.roomy else "tight" if self.fit.fits else "nofit"
 
+    @property
+    def setup_changes(self) -> tuple[FieldError, ...]:
+        """With which standard settings it fits, where it does not fit as set."""
+        return setup_changes(self.fit.setup)
+
     def rank(self) -> StorefrontKey:
         return storefront_key(fits=self.fit.fits, roomy=self.fit.roomy,
                               price_eur_net=self.gpu.price_eur_net,
@@ -317,6 +325,11 @@ class SystemRow:
     @property
     def state(self) -> str:
         return "fits" if self.roomy else "tight" if self.fit.fits else "nofit"
+
+    @property
+    def setup_changes(self) -> tuple[FieldError, ...]:
+        """With which standard settings it fits, where it does not fit as set."""
+        return setup_changes(self.fit.setup)
 
     def rank(self) -> StorefrontKey:
         return storefront_key(fits=self.fit.fits, roomy=self.roomy,
@@ -379,10 +392,39 @@ class ResultView:
     assumptions: tuple[FieldError, ...]
 
     @property
+    def recommendation_changes(self) -> tuple[FieldError, ...]:
+        """What the recommended offer changes, for the line under the verdict."""
+        found = self.result.recommendation
+        return setup_changes(found.setup if found is not None else None)
+
+    @property
     def best(self) -> CardRow | SystemRow | None:
         """The row the verdict names, for the phone's verdict bar (price and quote link)."""
         rows: tuple[CardRow | SystemRow, ...] = (*self.cards, *self.systems)
         return next((row for row in rows if row.recommended), None)
+
+
+SETUP_LABELS: Final = {
+    "gradient_checkpointing": N_("gradient checkpointing"),
+    "batch_size": N_("micro-batch %(batch)s with %(accumulation)s× gradient accumulation"),
+    "optimizer": N_("8-bit AdamW"),
+    "offload": N_("optimizer states in CPU memory"),
+    "method": N_("QLoRA (a 4-bit base)"),
+}
+"""What a setup changes (``app/engine/setup.py``), as the verdict and the rows say it."""
+
+
+def setup_changes(setup: Setup | None) -> tuple[FieldError, ...]:
+    """A setup's changes in the customer's words, in the order they were tried."""
+    if setup is None:
+        return ()
+    changes = setup.changes
+    return tuple(
+        FieldError(SETUP_LABELS[key], {"batch": int(str(changes["batch_size"])),
+                                       "accumulation": int(str(
+                                           changes["gradient_accumulation"]))}
+                   if key == "batch_size" else {})
+        for key in changes if key in SETUP_LABELS)
 
 
 def quote_url(calc: CalculatorInput, item: str) -> str:
@@ -420,10 +462,46 @@ def _fits(calc: CalculatorInput, row: CardRow) -> Verdict:
     ), row.fit.free_bytes, tight=True, margin_bytes=margin, recommended=f"card-{row.gpu.slug}")
 
 
+def _recommended(calc: CalculatorInput, recommendation: Recommendation, rows: tuple[CardRow, ...],
+                 systems: tuple[SystemRow, ...]) -> Verdict | None:
+    """The headline for the estimate's recommendation (issue 27, point 5): the cheapest offer
+    that fits as set or with a setup; the line under it says its price, time and changes."""
+    if recommendation.kind == "gpu":
+        row = next((r for r in rows if r.gpu.slug == recommendation.slug), None)
+        if row is None:
+            return None
+        if recommendation.setup is None:
+            return _fits(calc, row)
+        return Verdict(True, FieldError(
+            N_("Fits on %(count)s× %(card)s with a standard setting"),
+            {"count": calc.gpus, "card": row.gpu.name}),
+            row.fit.usable_bytes - recommendation.setup.total_bytes,
+            recommended=f"card-{row.gpu.slug}")
+    system = next((s for s in systems if s.system.slug == recommendation.slug), None)
+    if system is None:
+        return None
+    return Verdict(True, FieldError(
+        N_("Fits on the %(system)s") if recommendation.setup is None
+        else N_("Fits on the %(system)s with a standard setting"),
+        {"system": system.name}),
+        recommended=f"system-{system.system.slug}")
+
+
 def _verdict(calc: CalculatorInput, rows: tuple[CardRow, ...],
-             systems: tuple[SystemRow, ...]) -> Verdict:
-    """The headline, from rows already ranked best first (:func:`storefront_key`)."""
+             systems: tuple[SystemRow, ...],
+             recommendation: Recommendation | None = None) -> Verdict:
+    """The headline, from rows already ranked best first (:func:`storefront_key`): the
+    recommendation when the customer named no card, else the named card's answer."""
     chosen = next((row for row in rows if row.highlighted), None)
+    # Without prices (price on request everywhere) the storefront's own order (roomy fits
+    # first) names a card that fits as set; the recommendation leads when it has a price to
+    # compare, or when no card fits as set and a setup makes one fit.
+    leads = recommendation is not None and (
+        recommendation.price is not None or not any(row.fit.fits for row in rows))
+    if chosen is None and recommendation is not None and leads:
+        named = _recommended(calc, recommendation, rows, systems)
+        if named is not None:
+            return named
     if chosen is not None and chosen.fit.fits:
         return _fits(calc, chosen)
     fitting = [row for row in rows if row.fit.fits]
@@ -515,7 +593,7 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
                   quote_url(calc, f"system:{row.system.slug}"))
         for row in sizing.systems
     ), key=lambda row: (*row.rank(), row.system.name)))
-    verdict = _verdict(calc, rows, systems)
+    verdict = _verdict(calc, rows, systems, result.recommendation)
     rows = tuple(dataclasses.replace(row, recommended=verdict.recommended == f"card-{row.gpu.slug}")
                  for row in rows)
     systems = tuple(

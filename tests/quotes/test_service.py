@@ -80,3 +80,21 @@ def test_unknown_items_and_tokens_are_not_found(seeded_session: Session) -> None
         quotes_service.get_request(seeded_session, token="x" * 32)
     with pytest.raises(NotFound):
         quotes_service.get_request(seeded_session, token="x" * 500)
+
+
+def test_the_request_keeps_the_setup_the_card_fits_with(seeded_session: Session) -> None:
+    """Issue 27, point 5: staff see what was assumed. LoRA Llama-3.1-8B at batch 4 does not
+    fit the RTX PRO 4500 as set; the stored request keeps the setup it fits with and the
+    recommendation."""
+    caches = Caches()
+    record = quotes_service.create_request(
+        seeded_session, catalog=catalog_service.get_catalog(seeded_session, caches.catalog),
+        estimate=replace(REQUEST, job=Job(batch_size=4), checkpointing="auto"),
+        estimates=caches.estimates, calculator_query={"model": "llama-3.1-8b", "batch": "4"},
+        item_kind="gpu", item_slug="rtx-pro-4500", contact=CONTACT, locale="en")
+    stored = quotes_service.get_request(seeded_session, token=record.token).sizing
+    assert stored["item_fit"]["fits"] is False
+    setup = stored["item_fit"]["setup"]
+    assert setup["changes"]["gradient_checkpointing"] is True
+    assert setup["total_bytes"] <= stored["item_fit"]["usable_bytes"]
+    assert stored["result"]["recommendation"]["slug"] == "rtx-pro-4500"

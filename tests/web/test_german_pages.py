@@ -18,6 +18,9 @@ PAGES = [
     "/?model=llama-3.1-70b&method=full&gpus=8&sharding=zero3",
     "/?model=qwen3-32b&method=qlora&quant=nf4&seq=3584&gpu=rtx-pro-5000-48gb",
     "/?model=llama-3.1-8b&batch=0", QUOTE, "/how-we-calculate",
+    # a verdict with a setup (issue 27, point 5)
+    "/?model=llama-3.1-70b&method=full&optimizer=adamw&ckpt=0",
+    "/?model=llama-3.1-8b&method=lora&batch=8&seq=4096",
 ]
 
 
