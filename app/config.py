@@ -306,6 +306,12 @@ class Settings(BaseSettings):
         default=10.0, ge=0.5, le=60,
         description="Longest one Hub look-up (model info and config.json together) may take.",
     )
+    hub_lookups_per_minute: int = Field(
+        default=10, ge=1, le=100_000,
+        description="Hugging Face look-ups per client address (IPv6: per /64) and minute that "
+        "the storefront sends on to the Hub (kept ones are free); more are refused with 429 "
+        "and Retry-After.",
+    )
     hub_cache_hours: int = Field(
         default=24, ge=1, le=24 * 365,
         description="How long a fetched config.json of a branch or tag is used before it is "

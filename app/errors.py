@@ -66,3 +66,17 @@ class Unavailable(DomainError):
 
     status_code = 503
     code = "unavailable"
+
+
+class TooManyRequests(DomainError):
+    """A client asked for more than its share of something costly (anonymous Hugging Face
+    look-ups); ``retry_after_s`` says when it may ask again (the ``Retry-After`` header)."""
+
+    status_code = 429
+    code = "too_many_requests"
+
+    def __init__(self, reason: str, *, field: str = "", key: str = "",
+                 params: Mapping[str, ErrorParam] | None = None,
+                 retry_after_s: int = 60) -> None:
+        super().__init__(reason, field=field, key=key, params=params)
+        self.retry_after_s = retry_after_s

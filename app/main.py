@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 
@@ -20,6 +20,7 @@ from app.caches import Caches
 from app.config import STATIC_DIR, Settings, load_settings_or_exit
 from app.db.session import make_engine, make_session_factory
 from app.html import middleware as web_middleware
+from app.http.params import refuse_control_characters
 from app.ops import logs
 from app.ops import router as ops_router
 from app.ops.links import PublicRedirects
@@ -47,7 +48,8 @@ def create_app(settings: Settings, *, caches: Caches | None = None) -> FastAPI:
         if store is not None:
             store.close()
 
-    app = FastAPI(title="GPU Sizer", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(title="GPU Sizer", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  dependencies=[Depends(refuse_control_characters)])
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
@@ -55,6 +57,8 @@ def create_app(settings: Settings, *, caches: Caches | None = None) -> FastAPI:
     app.state.caches = caches or Caches()  # catalog, estimates, checked keys: see app.caches
     # POST /quote per client address, counted with the partner API's limiter (in Redis when set)
     app.state.quote_limiter = limiter_for(store, kind="quote", window_s=quotes.RATE_WINDOW_S)
+    # anonymous Hugging Face look-ups per client address and minute (issue 24, point 2)
+    app.state.hub_limiter = limiter_for(store, kind="hub", window_s=60)
     # check_dir=False: a missing static/ then fails only static requests and
     # never keeps the probes or the API from starting.
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")

@@ -1,4 +1,4 @@
-"""Re-run the outside probe's reproductions (issue 13) against a real service: `make probe`.
+"""Re-run the outside probes' reproductions (issues 13 and 24) against a real service: `make probe`.
 
 The probe that filed issue 13 found an anonymous denial of service and nine medium holes by
 sending requests to a running instance. This script sends the same requests to a fresh
@@ -328,8 +328,46 @@ def probe_dependencies(_: Service) -> list[Finding]:
     return findings
 
 
+# --- issue 24: control characters, the Hub path, cross-site posts, headers -----------------------
+
+def probe_second(service: Service) -> list[Finding]:
+    """The second probe's reproductions (issue 24) that need no Hub of our own (the tests hold
+    the Hub path against a fake Hub: waiters, remembered failures, stored revisions, redirects)."""
+    base = service.base_url
+    nul = httpx.post(f"{base}/q/abc%00def/accept", data={"confirm": "1"})
+    api = httpx.post(f"{base}/api/v1/estimates", json={"model": "llama-3.1-8b\x00",
+                                                       "method": "lora"},
+                     headers={"Authorization": f"Bearer {service.api_key}"})
+    lookups = [httpx.get(f"{base}/", params={"model": f"probe/model{n}"}).status_code
+               for n in range(12)]
+    foreign = httpx.post(f"{base}/quote", data={"item": "gpu:rtx-pro-6000"},
+                         headers={"Origin": "https://evil.example"})
+    page = httpx.get(f"{base}/")
+    _sizer(service, "apikey", "create", "--new-partner", "ACME Compute")
+    look_alike = _sizer(service, "apikey", "create", "--new-partner", "ACME Comput\u0435")
+    return [
+        Finding("24.1", "POST /q/abc%00def/accept", "refused" if nul.status_code == 422
+                else "OPEN", f"{nul.status_code}"),
+        Finding("24.1", "a NUL in the API's model", "refused" if api.status_code == 422
+                else "OPEN", f"{api.status_code}"),
+        Finding("24.2", "12 anonymous Hub look-ups from one address",
+                "refused" if 429 in lookups and 500 not in lookups else "OPEN",
+                f"statuses {sorted(set(lookups))}, first 429 at #{lookups.index(429) + 1}"
+                if 429 in lookups else f"statuses {sorted(set(lookups))}"),
+        Finding("24.4", "POST /quote with a foreign Origin",
+                "refused" if foreign.status_code == 403 else "OPEN", f"{foreign.status_code}"),
+        Finding("24.5", "Permissions-Policy, no server banner",
+                "harmless" if "permissions-policy" in page.headers
+                and "server" not in page.headers else "OPEN",
+                f"server: {page.headers.get('server', '-')}"),
+        Finding("24.5", "partner 'ACME Comput\\u0435' beside 'ACME Compute'",
+                "refused" if look_alike.returncode == 2 else "OPEN",
+                look_alike.stderr.strip()[:120]),
+    ]
+
+
 PROBES = (probe_layers, probe_redirect, probe_sign_in, probe_quote_spam, probe_partners,
-          probe_metrics, probe_config_values, probe_links, probe_dependencies)
+          probe_metrics, probe_config_values, probe_links, probe_dependencies, probe_second)
 
 
 def _prepare(service: Service) -> None:
@@ -347,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-server", default=DEFAULT_SERVER)
     args = parser.parse_args(argv)
     findings: list[Finding] = []
-    with running_service(args.database_server, workers=1) as service:
+    # The Hub on a closed loopback port: look-ups fail at once, offline or not (issue 24).
+    with running_service(args.database_server, workers=1,
+                         extra_env={"SIZER_HUB_ENDPOINT": "http://127.0.0.1:9"}) as service:
         _prepare(service)
         for probe in PROBES:
             findings.extend(probe(service))

@@ -11,7 +11,8 @@
 
 Behaviours per repository: ``slow_s`` (wait before answering the file), ``drip`` (send the
 file a byte at a time, ``slow_s`` between bytes), ``oversize`` (a config.json of that many
-bytes, with ``declare_length`` saying so in Content-Length or not). Every request is logged
+bytes, with ``declare_length`` saying so in Content-Length or not), ``redirect`` (answer the
+file with a 302 to that address). Every request is logged
 (``requests``). No test reaches the internet: the Hub the app talks to is this server
 (``SIZER_HUB_ENDPOINT``).
 """
@@ -38,6 +39,8 @@ class FakeRepo:
     drip: bool = False
     oversize: int = 0
     declare_length: bool = True
+    redirect: str | None = None
+    """Answer the config.json with ``302 Location: redirect`` (absolute or relative)."""
 
 
 class FakeHub:
@@ -120,6 +123,12 @@ class FakeHub:
         repo = self.repos.get(repo_id.lower())
         if repo is None:
             _send(handler, 404, b'{"error": "Repository not found"}', code="RepoNotFound")
+            return
+        if repo.redirect is not None:
+            handler.send_response(302)
+            handler.send_header("Location", repo.redirect)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
             return
         if repo.gated_token is not None and (
                 handler.headers.get("Authorization") != f"Bearer {repo.gated_token}"):

@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Final
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
@@ -168,6 +169,33 @@ def partner_name_key(name: str) -> str:
     return key[:MAX_PARTNER_NAME_KEY]
 
 
+CONFUSABLES: Final = str.maketrans({
+    # Cyrillic capitals and small letters drawn like Latin ones
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+    "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "І": "l", "Ј": "J", "Ԛ": "Q", "Ԝ": "W",
+    "а": "a", "с": "c", "е": "e", "һ": "h", "і": "i", "ј": "j", "о": "o", "р": "p",
+    "ѕ": "s", "х": "x", "у": "y", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ӏ": "l",
+    # Greek
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "l", "Κ": "K", "Μ": "M", "Ν": "N",
+    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "ο": "o", "ν": "v", "ι": "i",
+    # Latin and digits drawn alike
+    "0": "O", "1": "l", "I": "l", "ı": "i", "ɡ": "g", "ɑ": "a",
+})
+"""Characters drawn like another, mapped to it as Unicode's confusables data (UTS #39,
+``confusables.txt``, "Security Mechanisms", section 4) maps them for its skeleton: the
+Cyrillic and Greek letters that look like Latin ones, and ``0``/``O``, ``1``/``I``/``l``
+(issue 24, point 5: "ACME Computе" with a Cyrillic "е" was taken beside "ACME Compute"). A
+subset: the letters a company name is spelled with in our markets."""
+
+
+def partner_skeleton(name: str) -> str:
+    """What a name looks like (UTS #39's skeleton, on :data:`CONFUSABLES`, then folded as
+    :func:`partner_name_key` folds): ``"ACME Computе"`` (Cyrillic ``е``), ``"ACME C0mpute"``
+    and ``"ACME Cornpute"`` all give the skeleton of ``"ACME Compute"``."""
+    decomposed = unicodedata.normalize("NFKD", name).translate(CONFUSABLES)
+    return partner_name_key(decomposed.replace("rn", "m").replace("vv", "w"))
+
+
 def _record(key: ApiKey, partner: Partner) -> ApiKeyRecord:
     created = key.created_at or utcnow()
     return ApiKeyRecord(
@@ -189,7 +217,8 @@ def _free_slug(session: Session, name: str) -> str:
 
 def create_partner(session: Session, *, name: str) -> PartnerRecord:
     """A new partner with this name (whitespace collapsed). InvalidInput for an empty, long or
-    control-character name; :class:`PartnerNameTaken` when it reads like an existing one."""
+    control-character name; :class:`PartnerNameTaken` when it reads like an existing one, or
+    looks like one (:func:`partner_skeleton`, checked against every partner)."""
     clean = " ".join(name.split())
     field = PartnerNameTaken.field
     if not clean or len(clean) > MAX_PARTNER_NAME:
@@ -200,6 +229,10 @@ def create_partner(session: Session, *, name: str) -> PartnerRecord:
     if not key:
         raise InvalidInput("the name needs at least one letter or digit", field=field)
     existing = session.scalars(select(Partner).where(Partner.name_key == key)).one_or_none()
+    if existing is None:  # drawn alike, in another script or with look-alike characters
+        skeleton = partner_skeleton(clean)
+        existing = next((partner for partner in session.scalars(select(Partner))
+                         if partner_skeleton(partner.name) == skeleton), None)
     if existing is not None:
         raise PartnerNameTaken(name=clean, existing_id=existing.id,
                                existing_name=existing.name, existing_slug=existing.slug)

@@ -45,15 +45,18 @@ give the config.json itself instead, which always works.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
+import socket
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, cast
-from urllib.parse import quote
+from urllib.parse import quote, urljoin, urlsplit
 
 import httpx2
 from huggingface_hub import get_session, hf_raise_for_status
@@ -67,7 +70,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 from huggingface_hub.utils._headers import build_hf_headers
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -76,7 +79,7 @@ from app.catalog.schemas import Catalog
 from app.config import DEFAULT_HUB_ENDPOINT, Settings
 from app.db.base import utcnow
 from app.db.tables import HubConfig
-from app.errors import DomainError, InvalidInput, NotFound, Unavailable
+from app.errors import DomainError, InvalidInput, NotFound, TooManyRequests, Unavailable
 
 _T = TypeVar("_T")
 
@@ -95,6 +98,30 @@ MAX_ERROR_BYTES: Final = 16 * 1024
 """Of an error answer, only this much is read (its message is all that is used)."""
 MAX_CONCURRENT_FETCHES: Final = 4
 """Hub look-ups one process runs at once; a request beyond that is told to try again."""
+MAX_WAITING: Final = 8
+"""Requests one process lets wait for a fetch another request is running (the same repository
+and revision); one more is told to try again at once, so no number of identical requests can
+park more than this many worker threads (issue 24, point 2: 45 waited, and /healthz went from
+0.05 s to 6.1 s)."""
+NOT_FOUND_MEMORY_S: Final = 300.0
+"""How long a process remembers that the Hub has no such repository, revision or config.json
+(or refused it): five minutes, so the same wrong id asked again costs no Hub request (and
+none of the shop's token's quota) while a repository created since is found soon after."""
+OUTAGE_MEMORY_S: Final = 10.0
+"""How long a process remembers that the Hub was unreachable or slow for a repository: a few
+seconds, enough that a burst of retries does not queue behind a dead Hub."""
+MAX_REMEMBERED_FAILURES: Final = 1024
+"""Failed look-ups one process remembers; the oldest is forgotten first."""
+MAX_BRANCH_REVISIONS: Final = 4
+"""Branch or tag fetches kept per repository in ``hub_config`` (``main`` and three others);
+fetching a fifth evicts the one fetched longest ago. Commit ids (pinned revisions) are kept
+for good, as before: they never change and a look-up by one only succeeds for a commit the
+repository has."""
+MAX_REDIRECTS: Final = 3
+"""Redirects one Hub request follows (the Hub redirects a renamed repository once)."""
+HUB_HOST_SUFFIXES: Final = (".huggingface.co", ".hf.co")
+"""Hosts the public Hub may redirect to besides its own (its CDN and storage), over https
+only; a mirror (``SIZER_HUB_ENDPOINT``) is followed to its own origin only."""
 DEFAULT_REVISION: Final = "main"
 """The revision looked up when none is given (the Hub's default branch name)."""
 LIBRARY_NAME: Final = "gpu-sizer"
@@ -175,20 +202,25 @@ def parse_ref(model: str) -> RepoRef:
 
 @dataclass(frozen=True, slots=True)
 class HubAccess:
-    """Where and how to ask the Hub (from the settings), and this process's fetches."""
+    """Where and how to ask the Hub (from the settings), this process's fetches, and
+    ``admit``: called before a look-up reaches the Hub (none is kept, none remembered to have
+    failed), to refuse it (:class:`~app.errors.TooManyRequests`) for a client over its limit
+    (the storefront's anonymous look-ups, ``SIZER_HUB_LOOKUPS_PER_MINUTE``)."""
 
     flights: HubFlights
     endpoint: str = DEFAULT_HUB_ENDPOINT
     token: str | None = None
     timeout_s: float = 10.0
     cache_hours: int = 24
+    admit: Callable[[], None] | None = None
 
     @staticmethod
-    def of(settings: Settings, flights: HubFlights) -> HubAccess:
+    def of(settings: Settings, flights: HubFlights,
+           admit: Callable[[], None] | None = None) -> HubAccess:
         token = settings.hub_token.get_secret_value() if settings.hub_token else None
         return HubAccess(flights=flights, endpoint=settings.hub_endpoint or DEFAULT_HUB_ENDPOINT,
                          token=token, timeout_s=settings.hub_timeout_s,
-                         cache_hours=settings.hub_cache_hours)
+                         cache_hours=settings.hub_cache_hours, admit=admit)
 
 
 class _Flight:
@@ -198,31 +230,61 @@ class _Flight:
         self.error: BaseException | None = None
 
 
+def _copy(error: DomainError) -> DomainError:
+    """A fresh exception with the same data (one raised again and again would grow its
+    traceback with every raise)."""
+    return type(error)(error.reason, field=error.field, key=error.key, params=error.params)
+
+
+def _memory_s(error: DomainError) -> float | None:
+    """How long a failed look-up is remembered: a refusal (no such repository, revision or
+    file, gated, unreadable) for minutes, an outage for seconds, "busy" not at all."""
+    if isinstance(error, NotFound | InvalidInput):
+        return NOT_FOUND_MEMORY_S
+    if isinstance(error, Unavailable) and error.key != "hub_busy":
+        return OUTAGE_MEMORY_S
+    return None
+
+
 class HubFlights:
     """This process's Hub fetches under way: one per repository and revision at a time (a
-    second asker waits for the first one's answer), at most ``limit`` at once. Held on
-    ``Caches.hub`` by the application, or by a CLI command for its run. Thread-safe; it keeps
-    nothing once a fetch is done (the answers are kept in the database)."""
+    second asker waits for the first one's answer, at most ``max_waiting`` of them), at most
+    ``limit`` at once, and the look-ups that failed lately (:func:`failure`). Held on
+    ``Caches.hub`` by the application, or by a CLI command for its run. Thread-safe; the
+    answers themselves are kept in the database."""
 
-    def __init__(self, limit: int = MAX_CONCURRENT_FETCHES) -> None:
+    def __init__(self, limit: int = MAX_CONCURRENT_FETCHES, *, max_waiting: int = MAX_WAITING,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._running: dict[tuple[str, str], _Flight] = {}
         self._slots = threading.BoundedSemaphore(limit)
+        self._waiting = 0
+        self._max_waiting = max_waiting
+        self._failures: OrderedDict[tuple[str, str], tuple[float, DomainError]] = OrderedDict()
+        self._clock = clock
 
     def run(self, key: tuple[str, str], fetch: Callable[[], _T], *, wait_s: float) -> _T:
-        """``fetch()``, or the answer of the same fetch another thread is running."""
+        """``fetch()``, or the answer of the same fetch another thread is running; "busy"
+        (503) at once when every slot, or the queue of waiters, is taken."""
         with self._lock:
             flight = self._running.get(key)
             leader = flight is None
             if flight is None:
                 if not self._slots.acquire(blocking=False):
-                    raise _unavailable("hub_busy", "too many Hub look-ups at once; try again "
-                                       "in a moment")
+                    raise _busy()
                 flight = self._running[key] = _Flight()
+            elif self._waiting >= self._max_waiting:
+                raise _busy()
+            else:
+                self._waiting += 1
         if leader:
             try:
                 value = fetch()
                 flight.value = value
+            except DomainError as error:
+                flight.error = error
+                self._remember(key, error)
+                raise
             except BaseException as error:
                 flight.error = error
                 raise
@@ -232,16 +294,48 @@ class HubFlights:
                 self._slots.release()
                 flight.done.set()
             return value
-        if not flight.done.wait(wait_s):
-            raise _timeout(wait_s)
+        try:
+            if not flight.done.wait(wait_s):
+                raise _timeout(wait_s)
+        finally:
+            with self._lock:
+                self._waiting -= 1
+        if isinstance(flight.error, DomainError):
+            raise _copy(flight.error)
         if flight.error is not None:
             raise flight.error
         return cast(_T, flight.value)
+
+    def failure(self, key: tuple[str, str]) -> DomainError | None:
+        """The error a look-up of ``key`` ended with lately (a fresh copy), else None."""
+        with self._lock:
+            remembered = self._failures.get(key)
+            if remembered is None:
+                return None
+            if remembered[0] <= self._clock():
+                del self._failures[key]
+                return None
+            return _copy(remembered[1])
+
+    def _remember(self, key: tuple[str, str], error: DomainError) -> None:
+        memory = _memory_s(error)
+        if memory is None:
+            return
+        with self._lock:
+            self._failures[key] = (self._clock() + memory, _copy(error))
+            self._failures.move_to_end(key)
+            while len(self._failures) > MAX_REMEMBERED_FAILURES:
+                self._failures.popitem(last=False)
 
     def running(self) -> int:
         """Fetches under way now (for tests and metrics)."""
         with self._lock:
             return len(self._running)
+
+    def waiting(self) -> int:
+        """Requests waiting for another's fetch now (for tests)."""
+        with self._lock:
+            return self._waiting
 
 
 def choose_model(session: Session | None, catalog: Catalog, model: str, *,
@@ -270,9 +364,14 @@ def hub_model(session: Session | None, ref: RepoRef, *, access: HubAccess,
     if kept is not None and _fresh(kept, ref, access, now()):
         return kept
     try:
+        remembered = access.flights.failure(ref.key)
+        if remembered is not None:  # failed lately: no Hub request (nor the token's quota)
+            raise remembered
+        if access.admit is not None:
+            access.admit()
         fetched = access.flights.run(ref.key, lambda: _fetch(ref, access, now),
                                      wait_s=access.timeout_s + 1)
-    except Unavailable:
+    except (Unavailable, TooManyRequests):
         if kept is not None:
             return kept
         raise
@@ -313,6 +412,21 @@ def _keep(session: Session, ref: RepoRef, found: HubModel) -> None:
         set_={name: statement.excluded[name]
               for name in ("repo_id", "commit_sha", "config", "fetched_at")},
     ))
+    if not _COMMIT.fullmatch(revision):
+        _evict_branches(session, repo_key)
+
+
+def _evict_branches(session: Session, repo_key: str) -> None:
+    """Keep the :data:`MAX_BRANCH_REVISIONS` branch or tag fetches of a repository fetched
+    last; commit ids stay (issue 24, point 2: ``@branchN`` added a row per request)."""
+    rows = session.execute(
+        select(HubConfig.id, HubConfig.revision).where(HubConfig.repo_key == repo_key)
+        .order_by(HubConfig.fetched_at.desc(), HubConfig.id.desc())
+    ).all()
+    branches = [row.id for row in rows if not _COMMIT.fullmatch(row.revision)]
+    if len(branches) > MAX_BRANCH_REVISIONS:
+        session.execute(delete(HubConfig).where(
+            HubConfig.id.in_(branches[MAX_BRANCH_REVISIONS:])))
 
 
 def _fetch(ref: RepoRef, access: HubAccess, now: Callable[[], datetime]) -> HubModel:
@@ -375,25 +489,94 @@ def _commit_of(info: bytes, ref: RepoRef) -> tuple[str, str]:
 def _get(url: str, headers: Mapping[str, str], limit: int, deadline: float,
          access: HubAccess, ref: RepoRef, params: Mapping[str, str] | None = None) -> bytes:
     """The body of a 2xx answer, at most ``limit`` bytes, by ``deadline``; an error answer is
-    raised as huggingface_hub reads it (from its first :data:`MAX_ERROR_BYTES`)."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise _timeout(access.timeout_s)
-    with get_session().stream("GET", url, headers=dict(headers), params=params,
-                              timeout=httpx2.Timeout(remaining)) as response:
-        if response.status_code >= 400:
-            head = _read(response, MAX_ERROR_BYTES, deadline, access, truncate=True)
-            forwarded = {name: value for name, value in response.headers.items()
-                         if name.lower() in _FORWARDED_ERROR_HEADERS}
-            hf_raise_for_status(httpx2.Response(response.status_code, headers=forwarded,
-                                                content=head, request=response.request))
-        if response.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
-            raise _unavailable("hub_unreachable", "the Hugging Face Hub answered compressed "
-                               "although asked not to")
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise _too_large(ref, limit)
-        return _read(response, limit, deadline, access, ref=ref)
+    raised as huggingface_hub reads it (from its first :data:`MAX_ERROR_BYTES`). Redirects
+    are followed here, at most :data:`MAX_REDIRECTS`, each target checked first
+    (:func:`_redirect_target`); the token goes only to the endpoint's own origin."""
+    sent = dict(headers)
+    for _ in range(MAX_REDIRECTS + 1):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _timeout(access.timeout_s)
+        with get_session().stream("GET", url, headers=sent, params=params,
+                                  timeout=httpx2.Timeout(remaining),
+                                  follow_redirects=False) as response:
+            if response.has_redirect_location:
+                url = _redirect_target(str(response.url), response.headers["location"],
+                                       access, ref)
+                params = None  # the target carries its own query
+                if _origin(url) != _origin(access.endpoint):
+                    sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+                continue
+            return _body(response, limit, deadline, access, ref)
+    raise _redirect_refused(ref, "too many redirects")
+
+
+def _body(response: httpx2.Response, limit: int, deadline: float, access: HubAccess,
+          ref: RepoRef) -> bytes:
+    if response.status_code >= 400:
+        head = _read(response, MAX_ERROR_BYTES, deadline, access, truncate=True)
+        forwarded = {name: value for name, value in response.headers.items()
+                     if name.lower() in _FORWARDED_ERROR_HEADERS}
+        hf_raise_for_status(httpx2.Response(response.status_code, headers=forwarded,
+                                            content=head, request=response.request))
+    if response.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
+        raise _unavailable("hub_unreachable", "the Hugging Face Hub answered compressed "
+                           "although asked not to")
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(ref, limit)
+    return _read(response, limit, deadline, access, ref=ref)
+
+
+def _origin(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:  # a port that is not a number
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _redirect_target(current: str, location: str, access: HubAccess, ref: RepoRef) -> str:
+    """Where a redirect leads, if it may be followed (issue 24, point 3: a Hub or mirror
+    redirecting to ``http://127.0.0.1:8198/`` had that internal answer fetched and shown):
+    to the endpoint's own origin (scheme, host and port), or from the public Hub over https to
+    its own hosts (:data:`HUB_HOST_SUFFIXES`). A host other than the endpoint's must resolve
+    to public addresses only: never loopback, private, link-local (the cloud metadata address
+    169.254.169.254), shared, reserved or multicast ones."""
+    target = urljoin(current, location)
+    scheme, host, port = _origin(target)
+    if (scheme, host, port) == _origin(access.endpoint):
+        return target
+    public_hub = _origin(access.endpoint) == _origin(DEFAULT_HUB_ENDPOINT)
+    if not (public_hub and scheme == "https" and host.endswith(HUB_HOST_SUFFIXES)):
+        raise _redirect_refused(ref, host or "?")
+    for address in _addresses(host, port):
+        if not _public(address):
+            raise _redirect_refused(ref, host)
+    return target
+
+
+def _addresses(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (none: refused, as unreachable)."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return ["0.0.0.0"]  # unresolvable: refused like an unspecified address
+    return [str(info[4][0]).split("%")[0] for info in found] or ["0.0.0.0"]
+
+
+def _public(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def _redirect_refused(ref: RepoRef, where: str) -> InvalidInput:
+    return _refused(ref, "hub_redirect", f"the Hugging Face Hub sent the request for {ref.repo_id} "
+                    f"on to {where}, which is not followed", host=where)
 
 
 def _read(response: httpx2.Response, limit: int, deadline: float, access: HubAccess, *,
@@ -429,6 +612,10 @@ def _too_large(ref: RepoRef | None, limit: int) -> DomainError:
     return InvalidInput(f"the Hugging Face Hub's answer for {repo} is larger than "
                         f"{limit // 1024} KB; give its config.json instead", field="model",
                         key="hub_too_large", params={"repo": repo, "max": limit // 1024})
+
+
+def _busy() -> Unavailable:
+    return _unavailable("hub_busy", "too many Hub look-ups at once; try again in a moment")
 
 
 def _timeout(seconds: float) -> Unavailable:

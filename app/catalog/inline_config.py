@@ -17,7 +17,10 @@ FastAPI has parsed already, holds the parsed object to :func:`check_values` and
   digits, ``sys.get_int_max_str_digits``) is never converted, so it is refused like any other
   too-large integer instead of escaping as a plain ``ValueError``;
 * text that is not Unicode: a lone surrogate (``"\\ud800"`` is valid JSON syntax) in a key or
-  a string, which no UTF-8 encoder, response or database can take.
+  a string, which no UTF-8 encoder, response or database can take;
+* a control character in a key or a string (``"\\u0000"`` is valid JSON too, but PostgreSQL's
+  ``jsonb`` refuses it: a 500 before issue 24), held to :mod:`app.text_input` as a multi-line
+  field is.
 
 Two things real checkpoints publish are read rather than refused (issue 29):
 
@@ -47,6 +50,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+from app import text_input
 
 MAX_CONFIG_BYTES: Final = 256 * 1024
 """Largest config.json, in bytes of UTF-8 (a real one is 1-5 KB; 256 KB leaves room for
@@ -82,6 +87,7 @@ stranger's and may be any length)."""
 
 Problem = Literal[
     "empty", "size", "syntax", "not_object", "depth", "not_finite", "too_large", "not_unicode",
+    "control",
 ]
 """Which bound a config.json broke; the surfaces key their messages on it."""
 
@@ -300,6 +306,8 @@ def _check_text(text: str, path: str) -> None:
     if _SURROGATE.search(text):
         raise ConfigValueError("not_unicode", "text must be Unicode (no lone surrogates)",
                                path=path)
+    if text_input.control_character(text, multiline=True) is not None:
+        raise ConfigValueError("control", f"text {text_input.REASON} (such as NUL)", path=path)
 
 
 def _printable(path: str) -> str:

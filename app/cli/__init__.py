@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from app import text_input
 from app.cli.errors import EXIT_USER_ERROR, CliError
 from app.errors import DomainError
 
@@ -80,9 +81,29 @@ def _silence_stdout() -> None:
         pass
 
 
+def refuse_control_characters(arguments: Sequence[str]) -> None:
+    """Exit 2 naming the option whose value (or the argument that) holds a control character
+    (:mod:`app.text_input`, the check every surface uses; a command line's undecodable bytes
+    arrive as lone surrogates), before any command reads it."""
+    for place, argument in enumerate(arguments):
+        if text_input.control_character(argument) is None:
+            continue
+        option, equals, _ = argument.partition("=")
+        if not (equals and option.startswith("-")):
+            previous = arguments[place - 1] if place else ""
+            option = previous if previous.startswith("-") and "=" not in previous else "argument"
+        if text_input.control_character(option) is not None:
+            option = "argument"
+        command = _command_in(arguments[:place])
+        prog = f"sizer {command}" if command else "sizer"
+        print(f"{prog}: error: {option}: {text_input.REASON}", file=sys.stderr)
+        raise SystemExit(EXIT_USER_ERROR)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``sizer`` command; returns its exit code (see the module docstring)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    refuse_control_characters(arguments)
     args = build_parser(arguments).parse_args(arguments)
     try:
         code: int = args.func(args)

@@ -98,6 +98,7 @@ def _serve(args: argparse.Namespace) -> int:
         forwarded_allow_ips=list(settings.forwarded_allow_ips),
         log_config=None,  # keep our JSON logging (app/ops/logs.py)
         access_log=False,  # the request middleware logs each request once, with its id
+        server_header=False,  # no "server: uvicorn" banner (issue 24, point 5)
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
     return 0

@@ -21,6 +21,7 @@ MESSAGES: Final[dict[inline_config.Problem, str]] = {
     "not_finite": N_("A config.json may not contain NaN or Infinity."),
     "too_large": N_("A number in this config.json is too large (at most 2^53)."),
     "not_unicode": N_("A config.json may only contain valid Unicode text."),
+    "control": N_("A config.json may not contain control characters such as NUL."),
 }
 """The message for each bound of :mod:`app.catalog.inline_config` (English msgids)."""
 

@@ -13,6 +13,8 @@ from urllib.parse import parse_qsl
 
 from fastapi import HTTPException, Request
 
+from app.text_input import control_character
+
 MAX_FORM_BYTES: Final = 1024 * 1024
 """Largest urlencoded body read (a 256 KB config.json, percent-encoded, fits)."""
 FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
@@ -74,10 +76,30 @@ class FieldErrors:
         return bool(self.messages)
 
 
+CONTROL_MESSAGE: Final = N_("Please leave out control characters.")
+"""What a form says about a control character (:mod:`app.text_input`)."""
+
+
+def no_control(
+    data: Mapping[str, str], name: str, errors: FieldErrors, *, multiline: bool = False,
+) -> bool:
+    """Whether field ``name`` is free of control characters (:mod:`app.text_input`, the one
+    check every surface uses); an error on ``name`` otherwise."""
+    if control_character(data.get(name, ""), multiline=multiline) is None:
+        return True
+    errors.add(name, CONTROL_MESSAGE)
+    return False
+
+
 def text(
     data: Mapping[str, str], name: str, errors: FieldErrors, *, default: str = "",
-    max_length: int = 200, required: bool = False,
+    max_length: int = 200, required: bool = False, multiline: bool = False,
 ) -> str:
+    """A text field, stripped; refused with its field's error when it holds a control
+    character (tab and line breaks only where ``multiline``), is required and empty, or is
+    longer than ``max_length``."""
+    if not no_control(data, name, errors, multiline=multiline):
+        return ""
     value = data.get(name, default).strip()
     if required and not value:
         errors.add(name, N_("This field is required."))
@@ -97,7 +119,7 @@ def integer(
     if raw == "" and blank_is_error and name in data:
         errors.add(name, N_("Enter a number from %(min)s to %(max)s."), min=minimum, max=maximum)
         return default
-    if raw == "":
+    if raw == "" or not no_control(data, name, errors):
         return default
     try:
         value = int(raw)
@@ -115,6 +137,8 @@ def choice(
     default: str,
 ) -> str:
     value = data.get(name, "").strip() or default
+    if not no_control(data, name, errors):
+        return default
     if value not in choices:
         errors.add(name, N_("Choose one of the offered values."))
         return default

@@ -28,6 +28,11 @@ HUB_ERROR_LABELS: Final[dict[str, str]] = {
                       "“My own model” and paste its config.json."),
     "hub_unreachable": N_("Hugging Face cannot be reached right now. Try again, or choose “My "
                           "own model” and paste its config.json."),
+    "hub_redirect": N_("Hugging Face sent us on to %(host)s, which we do not follow. Choose "
+                       "“My own model” and paste its config.json."),
+    "hub_rate_limited": N_("Too many models were looked up on Hugging Face from your address. "
+                           "Try again in %(seconds)s s, or choose “My own model” and paste "
+                           "its config.json."),
     "hub_busy": N_("Too many models are being looked up on Hugging Face at once. Try again in a "
                    "moment, or choose “My own model” and paste its config.json."),
 }

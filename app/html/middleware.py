@@ -5,6 +5,10 @@
 * A Content-Security-Policy without ``'unsafe-inline'`` (no inline script or style anywhere;
   htmx is served from ``/static``), ``frame-ancestors`` from the settings so the shop can
   embed the calculator, and the usual no-sniff and referrer headers.
+* A Permissions-Policy that turns off the browser features no page uses
+  (:data:`PERMISSIONS_POLICY`), and, when the service is told it sits behind TLS
+  (``SIZER_PUBLIC_BASE_URL`` starts with ``https://``), Strict-Transport-Security
+  (:data:`HSTS`) (issue 24, point 5). ``sizer serve`` sends no ``server`` header.
 
 :func:`install` puts the middleware around the whole application, outside Starlette's own
 ``ServerErrorMiddleware``: a response made outside the routes' handlers (the plain 500 for an
@@ -15,6 +19,7 @@ the headers too. ``add_middleware`` could only place it inside that error middle
 from __future__ import annotations
 
 from http.cookies import SimpleCookie
+from typing import Final
 
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
@@ -22,6 +27,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
 from app.html.i18n import LOCALE_COOKIE, negotiate
+
+PERMISSIONS_POLICY: Final = ", ".join(f"{feature}=()" for feature in (
+    "accelerometer", "camera", "geolocation", "gyroscope", "magnetometer", "microphone",
+    "payment", "usb", "browsing-topics",
+))
+"""Browser features no page of ours uses, refused to the page and anything it embeds."""
+HSTS: Final = "max-age=31536000"
+"""One year, the value hstspreload.org and Mozilla's guidance name; no ``includeSubDomains``,
+as the shop's other hosts are not ours to decide for."""
 
 
 def content_security_policy(settings: Settings) -> str:
@@ -55,6 +69,7 @@ class WebMiddleware:
         self.app = app
         self.settings = settings
         self.csp = content_security_policy(settings)
+        self.hsts = HSTS if (settings.public_base_url or "").startswith("https://") else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -74,6 +89,9 @@ class WebMiddleware:
                 response_headers.setdefault("Content-Security-Policy", self.csp)
                 response_headers.setdefault("X-Content-Type-Options", "nosniff")
                 response_headers.setdefault("Referrer-Policy", "same-origin")
+                response_headers.setdefault("Permissions-Policy", PERMISSIONS_POLICY)
+                if self.hsts is not None:
+                    response_headers.setdefault("Strict-Transport-Security", self.hsts)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

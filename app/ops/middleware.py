@@ -37,7 +37,7 @@ STATUS_CLASSES = frozenset(f"{digit}xx" for digit in range(1, 6))
 OTHER_STATUS = "other"
 
 
-def _route(scope: Scope) -> str:
+def route_label(scope: Scope) -> str:
     """The route template ("/api/v1/models/{slug}"), never the raw path: bounded labels.
 
     The router records the route it chose in the scope (which it shares with us), so the label
@@ -58,7 +58,7 @@ def metric_labels(scope: Scope, status: int) -> tuple[str, str, str]:
     method = str(scope.get("method", ""))
     status_class = f"{status // 100}xx"
     return (
-        _route(scope),
+        route_label(scope),
         method if method in METHODS else OTHER_METHOD,
         status_class if status_class in STATUS_CLASSES else OTHER_STATUS,
     )
@@ -99,8 +99,9 @@ class RequestContextMiddleware:
                 "request",
                 extra={
                     # The log line keeps the method as sent (it is one line, not a series).
-                    "method": str(scope.get("method", "")), "path": scope.get("path", ""),
-                    "route": route,
+                    # The route template, never the path: a /q/<token> link is a customer's
+                    # key to a binding order and must not sit in the log (issue 24, point 4).
+                    "method": str(scope.get("method", "")), "route": route,
                     "status": status, "ms": round(seconds * 1000, 2),
                 },
             )

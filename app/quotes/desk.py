@@ -22,6 +22,7 @@ from sqlalchemy import CursorResult, or_, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
+from app import text_input
 from app.accounts import audit
 from app.accounts.audit import Actor
 from app.catalog.schemas import Catalog
@@ -180,7 +181,14 @@ def accept(session: Session, *, token: str, today: date | None = None) -> str:
     One conditional UPDATE does it, before anything is read: of two clicks at once, the second
     waits for the first's row lock (PostgreSQL) or write lock (SQLite), then matches no row and
     finds the quote accepted, so a double click records one acceptance and answers both alike.
+
+    The token is checked first, as :func:`repository.row_by_token` checks it: a control
+    character is a 422 on ``token`` and anything else that cannot be a token a 404, before
+    the UPDATE (PostgreSQL refused a NUL in it with a 500, issue 24, point 1).
     """
+    text_input.check(token, "token")
+    if not repository.is_lookup_key(token):
+        raise NotFound("no sent quote at this address", field="token")
     today = today or validity.today()
     now = utcnow()
     result = session.execute(

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from sqlalchemy.orm import Session
 
+from app import text_input
 from app.catalog.schemas import Catalog
 from app.db.tables import QuoteRequest
 from app.errors import InvalidInput, NotFound
@@ -29,11 +30,7 @@ TOKEN_BYTES = 24
 """secrets.token_urlsafe(24): 192 random bits, 32 characters; unguessable."""
 REFERENCE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 MAX_QUANTITY = 1000
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-"""Control characters but tab and line breaks: free text (a message, a reference) may hold
-markup, which every page escapes, but never these (PostgreSQL's text cannot even hold NUL).
-The quote form checks with this same pattern, to say so beside the field."""
-_UNSAFE = re.compile(r"[<>]|" + CONTROL_CHARACTERS.pattern)
+_MARKUP = re.compile(r"[<>]")
 
 
 def _reference(session: Session) -> str:
@@ -50,11 +47,12 @@ def _check(contact: Contact, partner_reference: str | None = None) -> None:
             raise InvalidInput("required", field=name)
     for name in ("name", "company", "email", "country", "vat_id"):
         value = getattr(contact, name)
-        if value and _UNSAFE.search(value):
-            raise InvalidInput("must not contain markup or control characters", field=name)
-    for name, value in (("message", contact.message), ("partner_reference", partner_reference)):
-        if value and CONTROL_CHARACTERS.search(value):
-            raise InvalidInput("must not contain control characters", field=name)
+        text_input.check_optional(value, name)
+        if value and _MARKUP.search(value):
+            raise InvalidInput("must not contain markup", field=name)
+    # free text (a message, a reference) may hold markup, which every page escapes
+    text_input.check_optional(contact.message, "message", multiline=True)
+    text_input.check_optional(partner_reference, "partner_reference")
     if not 1 <= contact.quantity <= MAX_QUANTITY:
         raise InvalidInput(f"must be from 1 to {MAX_QUANTITY}", field="quantity")
 
@@ -205,7 +203,9 @@ def _store(session: Session, *, workload: Workload,
 
 
 def get_request(session: Session, *, token: str) -> QuoteRequestRecord:
-    """A stored request by its token; NotFound otherwise (no hint whether it ever existed)."""
+    """A stored request by its token; NotFound otherwise (no hint whether it ever existed), 422
+    on ``token`` for a control character."""
+    text_input.check(token, "token")
     if len(token) > 64:
         raise NotFound("quote request not found")
     record = repository.get_by_token(session, token)

@@ -21,7 +21,7 @@ from app.accounts.passwords import HashingBusy
 from app.accounts.throttle import SignInThrottling
 from app.config import Settings
 from app.html import htmx
-from app.html.forms import N_, FieldErrors, FormBody, read_form
+from app.html.forms import N_, FieldErrors, FormBody, no_control, read_form
 from app.http.session import DbSession
 from app.ops.clients import client_identity
 from app.staff import deps
@@ -75,6 +75,8 @@ def sign_in(
     next_url = deps.safe_next(body.fields.get("next"))
     client = client_identity(request.client.host if request.client else None)  # IPv6: its /64
     errors = FieldErrors()
+    if not no_control(body.fields, "email", errors):  # never a NUL into the query
+        return _form(request, next_url=next_url, errors=errors, status=422)
     throttle = _throttle(request)
     admission = throttle.admit(email=email, client=client)  # counted before any hashing
     if not admission.allowed:

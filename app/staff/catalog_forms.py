@@ -72,15 +72,19 @@ def parse(data: Mapping[str, str], fields: Sequence[FormField], errors: FieldErr
     for field in fields:
         name = field.name
         raw = data.get(name, "").strip()
-        if field.kind == "bool":
+        if not forms.no_control(data, name, errors, multiline=field.kind == "longtext"):
+            values[name] = None
+        elif field.kind == "bool":
             values[name] = forms.flag(data, name)
         elif field.kind == "choice":
             options = (choices or {}).get(name, field.choices)
             values[name] = forms.choice(data, name, errors, choices=options,
                                         default=options[0] if options else "")
         elif field.kind in ("text", "longtext", "url"):
+            longtext = field.kind == "longtext"
             values[name] = forms.text(data, name, errors, required=field.required,
-                                      max_length=5000 if field.kind == "longtext" else 200)
+                                      max_length=5000 if longtext else 200,
+                                      multiline=longtext)
             if field.kind == "url" and not values[name]:
                 values[name] = None
         elif not raw:

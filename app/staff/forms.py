@@ -11,7 +11,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 
 from app.errors import DomainError
-from app.html.forms import N_, FieldErrors
+from app.html.forms import N_, FieldErrors, no_control
 
 
 def decimal(
@@ -20,6 +20,8 @@ def decimal(
 ) -> Decimal | None:
     """A non-negative amount with at most two decimals, typed either locale's way: "8.499",
     "8.499,50", "8,499.50", "8499.50" and "8499,5" all read (issue 18, point 8)."""
+    if not no_control(data, name, errors):
+        return None
     raw = data.get(name, "").strip().replace(" ", "").replace("\u00a0", "").replace("€", "")
     if not raw:
         if required:
@@ -69,7 +71,7 @@ def _plain_decimal(raw: str) -> str:
 
 def day(data: Mapping[str, str], name: str, errors: FieldErrors) -> date | None:
     raw = data.get(name, "").strip()
-    if not raw:
+    if not raw or not no_control(data, name, errors):
         return None
     try:
         return date.fromisoformat(raw)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app import caches
 from app.catalog import editing, hub, inline_config
 from app.errors import DomainError, InvalidInput
-from app.html import config_errors, htmx, hub_errors
+from app.html import config_errors, forms, htmx, hub_errors
 from app.html.forms import N_, FieldErrors
 from app.http.session import DbSession
 from app.staff import catalog_forms
@@ -72,6 +72,10 @@ def import_model(request: Request, session: DbSession, principal: Principal,
     errors = FieldErrors()
     if body.too_large:
         config_errors.add(errors, "config", inline_config.size_error())
+        return _page(request, data, errors=errors, status=422)
+    for name, multiline in (("config", True), ("config_file", True), ("hub_id", False)):
+        forms.no_control(data, name, errors, multiline=multiline)
+    if errors:
         return _page(request, data, errors=errors, status=422)
     pasted = data.get("config_file", "").strip() or data.get("config", "").strip()
     if not pasted and data.get("hub_id", "").strip():

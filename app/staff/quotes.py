@@ -84,7 +84,8 @@ def quote_print(request: Request, session: DbSession, reference: str) -> Respons
 
 def _line_input(data: dict[str, str], errors: FieldErrors) -> LineInput:
     kind = forms.choice(data, "item_kind", errors, choices=LINE_KINDS, default="other")
-    item = data.get("item_slug", "").strip()
+    item = data.get("item_slug", "").strip() if forms.no_control(data, "item_slug",
+                                                                  errors) else ""
     if ":" in item:  # the add form's single select carries "gpu:slug" / "system:slug"
         kind, _, item = item.partition(":")
     return LineInput(
@@ -156,7 +157,7 @@ def update_details(request: Request, session: DbSession, principal: Principal,
     errors = FieldErrors()
     data = body.fields
     status = forms.choice(data, "status", errors, choices=QUOTE_STATUSES, default="in_progress")
-    notes = forms.text(data, "staff_notes", errors, max_length=5000)
+    notes = forms.text(data, "staff_notes", errors, max_length=5000, multiline=True)
     valid_until = staff_forms.day(data, "valid_until", errors)
     return _apply(request, session, reference, data, errors, lambda: desk.update_details(
         session, actor=actor(principal), reference=reference,

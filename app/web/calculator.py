@@ -24,7 +24,8 @@ from app.catalog import hub
 from app.catalog import search as catalog_search
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
-from app.errors import DomainError
+from app.config import Settings
+from app.errors import DomainError, TooManyRequests, Unavailable
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateCache
 from app.html import htmx
@@ -33,6 +34,7 @@ from app.html.fragments import Rendered
 from app.http import cached as cached_path
 from app.http.session import DbSession
 from app.ops import metrics
+from app.ops.clients import client_identity
 from app.web import calculator_form as form
 from app.web import engine_errors, result_view, sizing_page
 from app.web.calculator_form import CalculatorInput
@@ -57,23 +59,47 @@ def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
 
 
 def choose_hub_model(request: Request, session: Session, catalog: Catalog,
-                     calc: CalculatorInput, errors: FieldErrors) -> int | None:
+                     calc: CalculatorInput, errors: FieldErrors,
+                     headers: dict[str, str] | None = None) -> int | None:
     """A Hugging Face repository id in the model field: the catalog's model of that id, or
     the repository's config.json (``app/catalog/hub.py``); a refusal goes beside the model
-    field, with the status it carries."""
+    field, with the status it carries (and ``Retry-After`` into ``headers`` for a 429 or a
+    503). A look-up that reaches the Hub counts against the client's
+    ``SIZER_HUB_LOOKUPS_PER_MINUTE`` (:func:`admit_hub_lookup`)."""
     if not calc.is_repo or errors:
         return None
-    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub)
+    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub,
+                              admit=partial(admit_hub_lookup, request))
     try:
         choice = hub.choose_model(session, catalog, calc.model, access=access)
     except DomainError as exc:
         engine_errors.add(errors, "model", exc)
+        if headers is not None and isinstance(exc, TooManyRequests):
+            headers["Retry-After"] = str(exc.retry_after_s)
+        elif headers is not None and isinstance(exc, Unavailable):
+            headers["Retry-After"] = str(int(hub.OUTAGE_MEMORY_S))
         return exc.status_code
     if choice.slug is not None:
         calc.model = choice.slug
     else:
         calc.config, calc.hub = choice.config, choice.hub
     return None
+
+
+def admit_hub_lookup(request: Request) -> None:
+    """Count one anonymous Hub look-up against the client's limit per minute (issue 24,
+    point 2); :class:`TooManyRequests` (429) beyond it. ``app.state.hub_limiter`` counts, in
+    Redis when ``SIZER_REDIS_URL`` is set."""
+    settings: Settings = request.app.state.settings
+    client = client_identity(request.client.host if request.client else None)
+    decision = request.app.state.hub_limiter.hit(client, limit=settings.hub_lookups_per_minute)
+    if not decision.allowed:
+        seconds = max(1, int(decision.reset_seconds))
+        raise TooManyRequests(
+            f"more than {decision.limit} Hugging Face look-ups a minute from this address; "
+            f"try again in {seconds} s, or give the model's config.json instead",
+            field="model", key="hub_rate_limited",
+            params={"limit": decision.limit, "seconds": seconds}, retry_after_s=seconds)
 
 
 def page(request: Request, session: Session, data: Mapping[str, str], *,
@@ -83,8 +109,10 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
     if calc is None or errors is None:
         calc, errors = form.parse(data)
     catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
-    status = choose_hub_model(request, session, catalog, calc, errors) or status
-    return sized_page(request, catalog, calc, errors, status=status, headers=headers)
+    retry: dict[str, str] = {}
+    status = choose_hub_model(request, session, catalog, calc, errors, retry) or status
+    return sized_page(request, catalog, calc, errors, status=status,
+                      headers={**(headers or {}), **retry})
 
 
 async def result_page(request: Request, calc: CalculatorInput, errors: FieldErrors, *,

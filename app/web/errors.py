@@ -17,10 +17,12 @@ from fastapi.responses import Response
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app import text_input
 from app.db.session import RETRY_AFTER_S, is_unavailable
 from app.errors import DomainError
 from app.html.htmx import is_htmx
 from app.html.templating import render
+from app.ops.middleware import route_label
 
 logger = logging.getLogger(__name__)
 
@@ -29,23 +31,28 @@ def _wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
-def _page(request: Request, status: int, detail: str | None) -> Response:
+def _page(request: Request, status: int, detail: str | None,
+          control_field: str = "") -> Response:
     return render(
-        request, "errors/error.html", {"status": status, "detail": detail},
+        request, "errors/error.html",
+        {"status": status, "detail": detail, "control_field": control_field},
         blocks=("message",), status_code=status,
     )
 
 
 async def domain_error(request: Request, exc: Exception) -> Response:
+    """The error page; a control character in a path or query parameter (or a /q/ token)
+    names the parameter (``app/http/params.py``)."""
     assert isinstance(exc, DomainError)
-    return _page(request, exc.status_code, None)
+    field = exc.field if exc.key == text_input.KEY else ""
+    return _page(request, exc.status_code, None, control_field=field)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if (_wants_html(request) or is_htmx(request)) and exc.status_code in (404, 405):
         return _page(request, exc.status_code, None)
-    if exc.status_code == 415:  # a page's form sent as something else
+    if exc.status_code in (403, 415):  # a page's form sent from elsewhere, or as something else
         return _page(request, exc.status_code, None)
     return await http_exception_handler(request, exc)
 
@@ -56,7 +63,7 @@ async def database_error(request: Request, exc: Exception) -> Response:
     API answers its own, as problem+json: :func:`app.api.v1.problems.on_database`.)"""
     if not is_unavailable(exc):
         raise exc
-    logger.warning("database unavailable on %s %s", request.method, request.url.path,
+    logger.warning("database unavailable on %s %s", request.method, route_label(request.scope),
                    exc_info=exc)
     response = _page(request, 503, None)
     response.headers["Retry-After"] = str(RETRY_AFTER_S)

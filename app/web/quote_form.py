@@ -12,7 +12,6 @@ from babel import Locale
 from app.html import forms
 from app.html.forms import N_, FieldErrors
 from app.quotes.schemas import Contact, ItemKind
-from app.quotes.service import CONTROL_CHARACTERS
 
 COUNTRIES: Final = (
     "AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE", "IT",
@@ -72,16 +71,8 @@ def _no_markup(value: str, name: str, errors: FieldErrors) -> None:
         errors.add(name, N_("Please leave out < and >."))
 
 
-def _no_control(data: Mapping[str, str], errors: FieldErrors) -> None:
-    """Control characters (but tab and line breaks) can't be typed and can't be stored."""
-    for name in ("name", "company", "email", "country", "vat_id", "message"):
-        if CONTROL_CHARACTERS.search(data.get(name, "")):
-            errors.add(name, N_("Please leave out control characters."))
-
-
 def parse_contact(data: Mapping[str, str]) -> tuple[Contact, FieldErrors]:
     errors = FieldErrors()
-    _no_control(data, errors)
     name = forms.text(data, "name", errors, required=True, max_length=200)
     _no_markup(name, "name", errors)
     company = forms.text(data, "company", errors, required=True, max_length=200)
@@ -98,7 +89,7 @@ def parse_contact(data: Mapping[str, str]) -> tuple[Contact, FieldErrors]:
     elif vat_id and not vat_id_shape_ok(vat_id):
         errors.add("vat_id", N_("This is not the shape of a %(country)s VAT ID; please check "
                                 "it (e.g. DE123456789, ATU12345678)."), country=vat_id[:2])
-    message = forms.text(data, "message", errors, max_length=2000)
+    message = forms.text(data, "message", errors, max_length=2000, multiline=True)
     quantity = forms.integer(data, "quantity", errors, default=1, minimum=1, maximum=1000)
     contact = Contact(
         name=name, company=company, email=email, country=country, vat_id=vat_id or None,

@@ -38,10 +38,11 @@ from app.ops.clients import client_identity
 from app.quotes import desk
 from app.quotes import service as quotes_service
 from app.quotes.schemas import Contact, ItemKind, QuoteRequestRecord, Workload
-from app.web import calculator, quote_form, result_view, sizing_page
+from app.web import calculator, cross_site, quote_form, result_view, sizing_page
 from app.web import calculator_form as calc_form
 from app.web import serving_form as serve_form
 from app.web.calculator_form import CalculatorInput
+from app.web.cross_site import same_origin
 from app.web.serving_form import ServeInput
 
 router = APIRouter(include_in_schema=False)
@@ -192,7 +193,7 @@ def quote_request_form(request: Request, session: DbSession) -> HTMLResponse:
     return _form_page(request, asked)
 
 
-@router.post("/quote", response_class=HTMLResponse)
+@router.post("/quote", response_class=HTMLResponse, dependencies=[Depends(same_origin)])
 def submit_quote_request(
     request: Request, session: DbSession, body: Annotated[FormBody, Depends(read_form)]
 ) -> Response:
@@ -250,19 +251,30 @@ def quote_request_page(request: Request, session: DbSession, token: str,
          "result": record.sizing.get("result", {}), "item_fit": record.sizing.get("item_fit", {}),
          "workload": record.workload, "inputs": record.sizing.get("calculator", {}),
          "countries": dict(quote_form.countries(request.state.lang)), "quote": priced,
-         "errors": (errors or FieldErrors()).messages},
+         "errors": (errors or FieldErrors()).messages,
+         "accept_token": cross_site.accept_token(settings, token) if priced else ""},
         status_code=status,
         headers={"Cache-Control": "private, no-store", "X-Robots-Tag": "noindex"},
     )
 
 
-@router.post("/q/{token}/accept")
+@router.post("/q/{token}/accept", dependencies=[Depends(same_origin)])
 def accept_quote(request: Request, session: DbSession, token: str,
                  body: Annotated[FormBody, Depends(read_form)]) -> Response:
     """The customer accepts the sent quote; the form's box confirms it (issue 18, point 14).
     Accepting twice (a double click) answers like the first time; an expired offer is refused
-    on its own page, saying so, with nothing recorded."""
+    on its own page, saying so, with nothing recorded. The form must carry its page's token
+    (issue 24, point 4): without it the page is shown again (403), nothing recorded."""
     errors = FieldErrors()
+    settings: Settings = request.app.state.settings
+    priced = desk.get_sent_quote(session, token=token, vat=desk.VatPolicy.of(settings))
+    if priced is None:
+        raise NotFound("no sent quote at this address", field="token")
+    if priced.status == "sent" and not cross_site.accept_token_ok(
+            settings, token, body.fields.get("accept_token", "")):
+        errors.add("confirm", N_("This page is out of date. Please reload it and accept "
+                                 "the quote again."))
+        return quote_request_page(request, session, token, errors=errors, status=403)
     if not body.fields.get("confirm"):
         errors.add("confirm", N_("Tick the box to accept the quote."))
         return quote_request_page(request, session, token, errors=errors, status=422)

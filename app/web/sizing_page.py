@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse
 from app.catalog import search as catalog_search
 from app.catalog.schemas import Catalog, ModelRecord
 from app.errors import InvalidInput, NotFound
+from app.html import forms
 from app.html.forms import N_, FieldErrors
 from app.html.templating import render
 from app.web import engine_errors, result_view
@@ -54,7 +55,9 @@ def size(catalog: Catalog, gpu: str, errors: FieldErrors, compute: Callable[[], 
     if gpu and all(record.slug != gpu for record in catalog.gpus):
         errors.add("gpu", N_("No such card in our catalog."))
     if errors:
-        return None, 404 if "model" in errors.messages or "gpu" in errors.messages else 422
+        missing = any(errors.messages[name].message != forms.CONTROL_MESSAGE
+                      for name in ("model", "gpu") if name in errors.messages)
+        return None, 404 if missing else 422
     try:
         return compute(), 200
     except NotFound as exc:

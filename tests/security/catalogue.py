@@ -243,7 +243,7 @@ CALCULATOR: Final[tuple[BadInput, ...]] = (
     BadInput("model-zero-width-space", "model", "llama-3.1-8b\u200b", api_status=404),
     BadInput("model-rtl-override", "model", "llama-3.1-\u202e8b", api_status=404),
     BadInput("model-emoji", "model", "\U0001f999-3.1-8b", api_status=404),
-    BadInput("model-nul-byte", "model", "llama-3.1-8b\x00", api_status=404),
+    BadInput("model-nul-byte", "model", "llama-3.1-8b\x00"),  # issue 24: 422 at the field
     BadInput("model-lone-surrogate", "model", text="llama\udcff", api_json='"llama\\udcff"'),
     BadInput("model-oversize", "model", "m" * 323, api_status=422),  # beyond owner/name@rev
     BadInput("gpu-unknown", "gpu", "no-such-card", api_json='["no-such-card"]', api_status=404),
@@ -325,6 +325,8 @@ class BadRead:
     page: str | None = None
     status: int = 422
     location: str | None = None
+    page_status: int = 404
+    """What the page answers: the 404 page, or 422 naming a control character."""
 
 
 READS: Final[tuple[BadRead, ...]] = (
@@ -342,7 +344,8 @@ READS: Final[tuple[BadRead, ...]] = (
             page="/q/%3Cscript%3Ealert(1)%3C%2Fscript%3E", status=404),
     BadRead("system-sql", api="/api/v1/systems/%27%3B%20DROP%20TABLE%20quote_request%3B%20--",
             page="/q/%27%3B%20DROP%20TABLE%20quote_request%3B%20--", status=404),
-    BadRead("model-nul", api="/api/v1/models/llama%00", page="/q/token%00", status=404),
+    BadRead("model-nul", api="/api/v1/models/llama%00", page="/q/token%00",
+            location="path.slug", page_status=422),  # issue 24: control characters, 422
     BadRead("quote-request-oversize-id", api="/api/v1/quote-requests/" + "Q" * 17,
             page="/q/" + "t" * 200, location="path.id"),
     BadRead("quote-request-unknown", api="/api/v1/quote-requests/Q-NOPENOPE",

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app.db.session import SessionFactory
 from app.db.tables import AuditLog, QuoteRequest
 from app.quotes import desk, validity
-from tests.staff.conftest import SALES, request_quote
+from tests.staff.conftest import SALES, hidden, request_quote
 from tests.staff.test_quotes import _open, _reference, add_card_line
 
 SELLER = {
@@ -29,6 +29,11 @@ SELLER = {
     "contact_name": "Max Vertrieb", "contact_email": "max@shop.example",
     "contact_phone": "+49 30 1234567",
 }
+
+
+def accept_form(customer: TestClient, path: str) -> dict[str, str]:
+    """The /q/ page's accept form, ticked: the box and the page's token (issue 24)."""
+    return {"confirm": "1", "accept_token": hidden(customer.get(path).text, "accept_token")}
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,10 @@ def test_the_customer_accepts_with_confirmation_and_the_desk_sees_it(
                   'href="https://shop.example/agb"', 'href="https://shop.example/impressum"',
                   "Max Vertrieb", 'href="mailto:max@shop.example"', "+49 30 1234567"):
         assert value in page, value
-    refused = customer.post(f"{path}/accept", data={})
+    form = accept_form(customer, path)
+    refused = customer.post(f"{path}/accept", data={**form, "confirm": ""})
     assert refused.status_code == 422 and "Tick the box to accept the quote." in refused.text
-    accepted = customer.post(f"{path}/accept", data={"confirm": "1"})
+    accepted = customer.post(f"{path}/accept", data=form)
     assert accepted.status_code == 303
     page = customer.get(path).text
     assert 'id="accepted-note"' in page and "on this quote's page." in page
@@ -88,7 +94,7 @@ def test_the_customer_accepts_with_confirmation_and_the_desk_sees_it(
     assert 'data-status="accepted"' in desk
     for staff_page in (f"/staff/quotes/{reference}", f"/staff/quotes/{reference}/print"):
         assert 'id="acceptance"' in client.get(staff_page).text, staff_page
-    assert customer.post(f"{path}/accept", data={"confirm": "1"}).status_code == 303
+    assert customer.post(f"{path}/accept", data=form).status_code == 303
     with users() as session:  # a second click changes nothing and records nothing
         accepts = select(AuditLog.id).where(AuditLog.action == "accept")
         assert session.scalars(accepts).all() == [entry.id]
@@ -148,7 +154,7 @@ def test_an_expired_offer_is_refused_on_its_page_and_nothing_is_recorded(
         row.valid_until = validity.today() - timedelta(days=1)
     customer = make_client()
     customer.headers["Accept-Language"] = "de"
-    refused = customer.post(f"{path}/accept", data={"confirm": "1"})
+    refused = customer.post(f"{path}/accept", data={"confirm": "1"})  # the form is gone
     assert refused.status_code == 409
     assert 'id="accept-error"' in refused.text
     assert "Dieses Angebot ist abgelaufen und lässt sich hier nicht mehr annehmen" in refused.text
@@ -166,7 +172,9 @@ def test_an_accepted_quote_stays_accepted_on_the_desk(
     """The customer's acceptance is an order: staff cannot turn it back into sent or expired
     (the desk offers only "accepted" and the service refuses the rest)."""
     client, token, path = sent.desk, sent.csrf, sent.path
-    assert make_client().post(f"{path}/accept", data={"confirm": "1"}).status_code == 303
+    customer = make_client()
+    assert customer.post(f"{path}/accept",
+                         data=accept_form(customer, path)).status_code == 303
     reference = _reference(users)
     page, version = _open(client, reference)
     assert '<option value="expired"' not in page and '<option value="sent"' not in page

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app.api.v1 import catalog, docs, estimates, problems, quote_requests, serving
@@ -17,6 +17,7 @@ from app.api.v1.ratelimit import RateLimiter, RateLimitHeaders, limiter_for
 from app.caches import Caches
 from app.config import Settings
 from app.db.session import SessionFactory
+from app.http.params import refuse_control_characters_in_api
 from app.shared_store import SharedStore
 
 DESCRIPTION = (
@@ -38,6 +39,7 @@ def create_api(settings: Settings, session_factory: SessionFactory, *, caches: C
         title="GPU Sizer partner API", version="1", description=DESCRIPTION,
         openapi_url="/openapi.json", docs_url=None, redoc_url=None,
         servers=[{"url": "/api/v1"}], root_path_in_servers=False,
+        dependencies=[Depends(refuse_control_characters_in_api)],
     )
     api.state.settings = settings
     api.state.session_factory = session_factory

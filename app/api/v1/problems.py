@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.db.session import RETRY_AFTER_S, is_unavailable
 from app.errors import DomainError
+from app.ops.middleware import route_label
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ async def on_domain(_request: Request, exc: Exception) -> Response:
 async def on_database(request: Request, exc: Exception) -> Response:
     """A database outage is 503 with Retry-After; any other database error is a 500."""
     if is_unavailable(exc):
-        logger.warning("database unavailable on %s %s", request.method, request.url.path,
+        logger.warning("database unavailable on %s %s", request.method, route_label(request.scope),
                        exc_info=exc)
         return problem(503, "The database is briefly unavailable; nothing was stored. "
                        "Try again.", headers={"Retry-After": str(RETRY_AFTER_S)})
@@ -146,7 +147,7 @@ async def on_database(request: Request, exc: Exception) -> Response:
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
-    logger.exception("unhandled error on %s %s", request.method, request.url.path,
+    logger.exception("unhandled error on %s %s", request.method, route_label(request.scope),
                      exc_info=exc)
     return problem(500, "The server failed; the error was logged.")
 

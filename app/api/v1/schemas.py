@@ -12,7 +12,7 @@ of VAT, with two places (``"8990.00"``), or null for "price on request".
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -21,10 +21,12 @@ from pydantic import (
     Field,
     StringConstraints,
     Tag,
+    ValidationInfo,
     field_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from app import text_input
 from app.catalog import hub, inline_config
 from app.catalog.schemas import StockStatus, SystemKind
 from app.engine import serving as serving_engine
@@ -48,6 +50,25 @@ Text200 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, 
 
 class _Out(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class _In(BaseModel):
+    """A request body: every text in it (a list's items too) is held to the one control
+    character check (:mod:`app.text_input`), as sent, before any stripping; a 422 at the
+    field. ``_MULTILINE`` names the fields that may hold tab and line breaks."""
+
+    _MULTILINE: ClassVar[frozenset[str]] = frozenset()
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        multiline = info.field_name in cls._MULTILINE
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(text, str)
+               and text_input.control_character(text, multiline=multiline) is not None
+               for text in texts):
+            raise PydanticCustomError(text_input.KEY, text_input.REASON)
+        return value
 
 
 # --- problems ------------------------------------------------------------------------------
@@ -172,7 +193,7 @@ def not_a_boolean(value: Any) -> Any:
     return value
 
 
-class EstimateInput(BaseModel):
+class EstimateInput(_In):
     """A fine-tuning job: the fields of ``sizer estimate``. Give ``model`` or ``model_config``."""
 
     model_config = ConfigDict(
@@ -490,7 +511,7 @@ class Recommendations(_Out):
 # --- serving -------------------------------------------------------------------------------
 
 
-class ServingInput(BaseModel):
+class ServingInput(_In):
     """Serving a model: the fields of ``sizer serving``. Give ``model`` or ``model_config``."""
 
     model_config = ConfigDict(
@@ -669,10 +690,11 @@ class ServingRecommendations(_Out):
 # --- quote requests ------------------------------------------------------------------------
 
 
-class ContactIn(BaseModel):
+class ContactIn(_In):
     """The partner's customer."""
 
     model_config = ConfigDict(extra="forbid")
+    _MULTILINE = frozenset({"message"})
 
     name: Text200
     company: Text200
@@ -686,7 +708,7 @@ class ContactIn(BaseModel):
     message: Annotated[str, StringConstraints(max_length=4000)] | None = None
 
 
-class QuoteRequestIn(BaseModel):
+class QuoteRequestIn(_In):
     """Ask the shop for a quote on one card or system for the partner's customer."""
 
     model_config = ConfigDict(

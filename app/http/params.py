@@ -1,0 +1,48 @@
+"""Path and query parameters held to the one control-character check (issue 24, point 1).
+
+A route's path parameters (``/q/{token}``, ``/staff/quotes/{reference}``, the API's
+``/models/{slug}``) and the query parameters it declares (``/models?q=``, the API's
+``cursor``) are checked here, once for every route, before the route or a query sees them:
+a control character is a 422 naming the parameter (:mod:`app.text_input`). Query strings the
+HTML forms read whole (the calculator's, the Serve page's, the quote form's) are checked by
+the forms, field by field, so their errors stand beside the controls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fastapi import Request
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+
+from app import text_input
+from app.errors import InvalidInput
+
+
+def _offending(request: Request) -> Iterator[tuple[str, str, str]]:
+    """(``path`` or ``query``, name, value) of each parameter holding a control character."""
+    for name, value in request.path_params.items():
+        if text_input.control_character(str(value)) is not None:
+            yield "path", name, str(value)
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if isinstance(dependant, Dependant):
+        for param in dependant.query_params:
+            for value in request.query_params.getlist(param.alias):
+                if text_input.control_character(value) is not None:
+                    yield "query", param.alias, value
+
+
+async def refuse_control_characters(request: Request) -> None:
+    """A page's dependency: :class:`InvalidInput` (422) on the first such parameter."""
+    for _, name, _ in _offending(request):
+        raise InvalidInput(text_input.REASON, field=name, key=text_input.KEY)
+
+
+async def refuse_control_characters_in_api(request: Request) -> None:
+    """The partner API's dependency: a validation problem at ``path.<name>`` /
+    ``query.<name>`` for each such parameter, as the API words every invalid field."""
+    errors = [{"type": text_input.KEY, "loc": (where, name), "msg": text_input.REASON,
+               "input": value} for where, name, value in _offending(request)]
+    if errors:
+        raise RequestValidationError(errors)
