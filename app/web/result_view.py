@@ -390,6 +390,8 @@ class ResultView:
     """Several GPUs share the states (ZeRO): one GPU holds ``result.model_states_bytes``."""
     warnings: tuple[FieldError, ...]
     assumptions: tuple[FieldError, ...]
+    thumb: RuleOfThumb | None = None
+    """Where a buyer's rule of thumb falls short, the terms it leaves out (issue 27, point 7)."""
 
     @property
     def recommendation_changes(self) -> tuple[FieldError, ...]:
@@ -412,6 +414,44 @@ SETUP_LABELS: Final = {
     "method": N_("QLoRA (a 4-bit base)"),
 }
 """What a setup changes (``app/engine/setup.py``), as the verdict and the rows say it."""
+
+
+THUMB_BYTES_PER_PARAM: Final = {"qlora": 0.5, "lora": 2.0, "full": 16.0}
+"""The buyer's rule of thumb: 4-bit weights for QLoRA ("70B QLoRA fits 48 GB"), 16-bit
+weights for LoRA, the mixed-precision Adam recipe's 16 bytes per parameter for a full
+fine-tune (ZeRO paper); nothing else."""
+THUMB_MARGIN: Final = 1.25
+"""The line shows when the job needs this much more than the rule of thumb says."""
+KBIT_PREPARED_FP32_BYTES: Final = 4
+"""PEFT's prepare_model_for_kbit_training casts every parameter it does not quantise
+(embeddings, output layer, norms) to fp32 (app/engine/states.py)."""
+
+
+@dataclass(frozen=True)
+class RuleOfThumb:
+    """Why the job needs more than a buyer's rule of thumb (issue 27, point 7)."""
+
+    thumb_bytes: int
+    total_bytes: int
+    fp32_rest_bytes: int
+    """QLoRA: the parameters kept out of 4 bits, in fp32 (0 for other methods)."""
+    activations_bytes: int
+    overhead_bytes: int
+
+
+def rule_of_thumb(result: EstimateResult, method: str, gpus: int) -> RuleOfThumb | None:
+    """The largest terms a rule of thumb leaves out, when the job needs clearly more than it
+    says (one card; the figures per GPU)."""
+    per_byte = THUMB_BYTES_PER_PARAM.get(method)
+    if per_byte is None or gpus != 1:
+        return None
+    thumb = int(result.params.total * per_byte)
+    total = result.per_gpu_bytes.total
+    if total <= thumb * THUMB_MARGIN:
+        return None
+    rest = result.params.other * KBIT_PREPARED_FP32_BYTES if method == "qlora" else 0
+    return RuleOfThumb(thumb, total, rest, result.per_gpu_bytes.activations,
+                       result.per_gpu_bytes.overhead)
 
 
 def setup_changes(setup: Setup | None) -> tuple[FieldError, ...]:
@@ -614,4 +654,5 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
         states_sharded=calc.gpus > 1 and calc.sharding != "none",
         warnings=_warnings(result.warnings),
         assumptions=assumptions,
+        thumb=rule_of_thumb(result, calc.method, calc.gpus),
     )

@@ -158,3 +158,18 @@ def test_the_favicon_is_served(client: TestClient) -> None:
     assert response.headers["content-type"] == "image/svg+xml"
     assert response.content.startswith(b"<svg")
     assert '<link rel="icon" href="/favicon.ico"' in client.get("/").text
+
+
+def test_a_rule_of_thumb_line_names_what_it_leaves_out(client: TestClient) -> None:
+    """Issue 27, point 7: "70B QLoRA fits 48 GB" counts the 4-bit weights alone; the line
+    under the verdict names the larger terms (PEFT's fp32 embeddings and head: about 8.4 GB
+    on Llama 70B, activations, overhead) and links to how we calculate."""
+    body = client.get("/?model=llama-3.1-70b&method=qlora",
+                      headers={"Accept-Language": "en"}).text
+    note = re.search(r'<p class="note" id="thumb-note">(.*?)</p>', body, re.S)
+    assert note and "PEFT keeps the embeddings" in note.group(1)
+    rest = re.search(r"in fp32 \(([\d.]+)\u00a0GB\)", note.group(1))
+    assert rest and 8.0 <= float(rest.group(1)) <= 9.0
+    assert 'href="/how-we-calculate"' in note.group(1)
+    small = client.get("/?model=llama-3.1-8b&method=full", headers={"Accept-Language": "en"})
+    assert 'id="thumb-note"' not in small.text  # 16 bytes a parameter is close enough
