@@ -38,11 +38,12 @@ from tests.engine.bounded_configs import (
 )
 
 ENGINE_DIR = "/app/engine/"
-BRANCH_ALLOWANCE = 300
+BRANCH_ALLOWANCE = 400
 """Line events one field's value may change by taking other branches (fits or not, a dense
 layer present or not, Qwen3-Next's seven kinds of mixture-of-experts linear present or not,
-Llama 4's experts present or not); far below the 976 or more a loop over any bounded field
-would add."""
+Llama 4's experts present or not; the step-time model, issue 26, walks each kind of layer
+once more, so a kind absent at the bound saves up to about 390); far below the 976 or more a
+loop over any bounded field would add."""
 WORK_BUDGET = 40_000
 """Line events an estimate at any values within the bounds may take, cards and levers included
 (measured at engine 1.5.0: Qwen3-MoE at ordinary values on the three cards below, every lever
