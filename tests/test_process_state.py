@@ -52,6 +52,11 @@ CONSTANT_FOR_THE_PROCESS: dict[tuple[str, str], str] = {
     ("app/db/migrate.py", "head_revision"): "the migration files shipped with this release",
     ("app/html/i18n.py", "translations"): "the compiled .mo files shipped with this release",
     ("app/html/i18n.py", "_locale"): "Babel's locale data for a language code",
+    ("app/html/i18n.py", "_separators"): "Babel's grouping and decimal signs for a language code",
+    ("app/html/i18n.py", "format_eur"):
+        "an amount written the way Babel's shipped locale data writes it (the amount is the key)",
+    ("app/catalog/search.py", "_named_derivative"):
+        "whether names contain a fixed derivative word (the names are the key, not the catalog)",
     ("app/html/templating.py", "environment"):
         "the Jinja environment over the shipped templates (auto_reload off)",
 }
