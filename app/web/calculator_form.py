@@ -79,7 +79,7 @@ FIELDS: Final = ("model", "config", "method", "quant", "optimizer", "rank", "tar
                   "precision", "adapter", "base", "bnb", "impl", "moe")
 """Every field that can carry an error (htmx swaps each one's message out of band)."""
 ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "moe", "gpus",
-                          "sharding", "impl", "offload", "gpu")
+                          "sharding", "impl", "offload", "change", "gpu")
 """The controls in the calculator's "Advanced" section, which opens when one of them is set
 (a shared link with several GPUs or a sharding) or has an error (issue 18, point 4)."""
 QUANT_LABELS: Final = {
@@ -176,6 +176,8 @@ class CalculatorInput:
     bnb: str = "current"
     impl: str = "deepspeed"
     segments: bool = DEFAULT_JOB.expandable_segments
+    change: bool = False
+    """Whether a setup may turn LoRA into QLoRA (the API's ``allow_method_change``)."""
     moe: str = DEFAULT_JOB.moe_lora
     gpu: str = ""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
@@ -235,6 +237,8 @@ class CalculatorInput:
             values["impl"] = self.impl
         if self.segments:
             values["segments"] = "1"
+        if self.change:
+            values["change"] = "1"
         if self.moe != DEFAULT_JOB.moe_lora:
             values["moe"] = self.moe
         if self.gpu:
@@ -278,9 +282,11 @@ class CalculatorInput:
     def estimate_request(self) -> EstimateRequest:
         if self.is_custom or self.hub is not None:
             return EstimateRequest(job=self.job(), model_config=self.config or {},
-                                   checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"))
+                                   checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"),
+                                   allow_method_change=self.change)
         return EstimateRequest(job=self.job(), model_slug=self.model,
-                               checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"))
+                               checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"),
+                               allow_method_change=self.change)
 
 
 def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
@@ -326,6 +332,7 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         bnb=forms.choice(data, "bnb", errors, choices=dtypes.BNB_VERSIONS, default="current"),
         impl=forms.choice(data, "impl", errors, choices=SHARDING_IMPLS, default="deepspeed"),
         segments=forms.flag(data, "segments"),
+        change=forms.flag(data, "change"),
         moe=forms.choice(data, "moe", errors, choices=MOE_LORAS, default=d.moe),
         gpu=data.get("gpu", "").strip()[:64],
     )

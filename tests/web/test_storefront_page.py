@@ -173,3 +173,14 @@ def test_a_rule_of_thumb_line_names_what_it_leaves_out(client: TestClient) -> No
     assert 'href="/how-we-calculate"' in note.group(1)
     small = client.get("/?model=llama-3.1-8b&method=full", headers={"Accept-Language": "en"})
     assert 'id="thumb-note"' not in small.text  # 16 bytes a parameter is close enough
+
+
+def test_lora_becomes_qlora_only_when_the_customer_allows_it(client: TestClient) -> None:
+    """Issue 27, point 3: the page's checkbox is the API's allow_method_change."""
+    english = {"Accept-Language": "en"}
+    allowed = client.get("/?model=llama-3.1-70b&method=lora&change=1", headers=english).text
+    setups = re.findall(r'<p class="setup" id="setup-[^"]+">(.*?)</p>', allowed, re.S)
+    assert any("QLoRA (a 4-bit base)" in setup for setup in setups)
+    assert 'id="f-change" name="change" type="checkbox" value="1" checked' in allowed
+    as_set = client.get("/?model=llama-3.1-70b&method=lora", headers=english).text
+    assert "QLoRA (a 4-bit base)" not in as_set

@@ -137,6 +137,7 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
         "bnb": body.bnb_version if body.bnb_version != "current" else "",
         "impl": body.sharding_impl if body.sharding_impl != "deepspeed" else "",
         "segments": "1" if body.expandable_segments else "",
+        "change": "1" if body.allow_method_change else "",
         "moe": body.moe_lora if body.moe_lora != "fused" else "",
     }
     query.update({k: v for k, v in extra.items() if v})
