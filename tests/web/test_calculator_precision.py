@@ -143,7 +143,8 @@ def test_the_page_shows_allocated_and_reserved_in_german(
     assert "Von PyTorch gehalten, mit Reserve, je GPU" in body
     assert 'id="fig-allocated"' in body and 'id="fig-reserved"' in body
     assert "Erweiterbare Segmente von PyTorch" in body
-    assert "reserviert: PyTorchs Speicher-Allokator hält 25,5 % der eigenen" in body
+    assert ("reserviert: PyTorchs Speicher-Allokator hält Blöcke, die die Spitze nicht "
+            "wiederverwenden kann") in body
 
 
 def test_the_bitsandbytes_and_sharding_checks_are_the_services() -> None:
