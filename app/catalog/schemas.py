@@ -54,6 +54,8 @@ class GpuRecord:
     sources: tuple[str, ...]
     updated_at: datetime | None = None
     version: int = 0
+    comparison_only: bool = False
+    """Not sold by the shop: a card to compare with, named on purpose only (issue 26)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,8 @@ _GPU_OPTIONAL = {
     "active": True,
 }
 _SYSTEM_OPTIONAL = dict(_GPU_OPTIONAL)
+GPU_OPTIONAL_FACTS: dict[str, Any] = {"comparison_only": False}
+"""Facts a seed entry may leave out (a card the shop sells is no comparison card)."""
 
 
 class SeedError(ValueError):
@@ -176,7 +178,7 @@ def _read_gpus(seed_dir: Path) -> tuple[GpuRecord, ...]:
     path = seed_dir / "gpus.json"
     records = []
     for entry in _entries(path, "gpus"):
-        values = _check_keys(path, entry, GPU_FACTS, _GPU_OPTIONAL)
+        values = _check_keys(path, entry, GPU_FACTS, {**_GPU_OPTIONAL, **GPU_OPTIONAL_FACTS})
         values["sources"] = tuple(values["sources"])
         records.append(GpuRecord(**values))
     return tuple(records)
@@ -300,12 +302,13 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
         existing = gpu_rows.get(gpu.slug)
         if existing is None:
             row = GpuSku(slug=gpu.slug, **_staff_fields(gpu))
-            _apply(row, gpu, GPU_FACTS, facts)
+            _apply(row, gpu, (*GPU_FACTS, *GPU_OPTIONAL_FACTS), facts)
             session.add(row)
             gpu_rows[gpu.slug] = row
             report.note("gpu_sku", "inserted", gpu.slug)
         else:
-            outcome = "updated" if _apply(existing, gpu, GPU_FACTS, facts) else "unchanged"
+            changed = _apply(existing, gpu, (*GPU_FACTS, *GPU_OPTIONAL_FACTS), facts)
+            outcome = "updated" if changed else "unchanged"
             report.note("gpu_sku", outcome, gpu.slug)
     session.flush()  # systems need the GPU ids
 

@@ -108,6 +108,9 @@ class GpuSku(_Timestamped, Base):
     product_url: Mapped[str | None] = mapped_column(String(500))
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     sources: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # A card the shop does not sell, kept to compare a customer's own card with (issue 26):
+    # named on purpose only, never recommended, quoted or in a verdict.
+    comparison_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     systems: Mapped[list[System]] = relationship(back_populates="gpu_sku", lazy="raise")
 

@@ -229,13 +229,16 @@ class GpuSpec:
     interconnect_bandwidth_gbps: float | None = None
     comparison_only: bool = False
     """A card the shop does not sell, named to compare with (never recommended)."""
+    collective_link: str | None = None
+    """The link a system's ring collectives cross where it is slower than the card's own
+    (``pcie`` between two NVLink domains); None: ``interconnect``."""
 
     @property
     def speed(self) -> CardSpeed:
         """The card's speed figures as :mod:`speed` takes them."""
         return CardSpeed(bf16_tflops=self.bf16_tflops,
                          memory_bandwidth_gbps=self.memory_bandwidth_gbps,
-                         interconnect=self.interconnect,
+                         interconnect=self.collective_link or self.interconnect,
                          interconnect_bandwidth_gbps=self.interconnect_bandwidth_gbps,
                          fp4_tflops=self.fp4_tflops,
                          compute_capability=self.compute_capability)
@@ -825,15 +828,17 @@ class StepModels:
         return self.get(variant)
 
 
-def speed_job(shape: ModelShape, job: Job) -> SpeedJob:
-    """What :mod:`speed` needs of ``job`` on ``shape`` (its shape as the framework builds it)."""
+def speed_job(shape: ModelShape, job: Job, trainable_params: int | None = None) -> SpeedJob:
+    """What :mod:`speed` needs of ``job`` on ``shape`` (its shape as the framework builds it);
+    ``trainable_params`` where the caller has counted them (:func:`model_states`)."""
     job = unsloth.as_run(job)
     shape = litgpt.as_built(shape, job.framework)
     dtypes = job.training_precision
-    # The whole model's states, unsharded and on the card (offload is a traffic term of its
-    # own in :mod:`speed`; parameter offload is valid only beside ZeRO-3, which this drops).
-    states = model_states(shape, dataclasses.replace(job, offload="none"), gpus=1,
-                          sharding="none")
+    if trainable_params is None:
+        # The whole model's states, unsharded and on the card (offload is a traffic term of its
+        # own in :mod:`speed`; parameter offload is valid only beside ZeRO-3, which this drops).
+        trainable_params = model_states(shape, dataclasses.replace(job, offload="none"), gpus=1,
+                                        sharding="none").trainable_params
     lora = job.lora
     saved = 0
     if job.activation_offload:
@@ -861,7 +866,7 @@ def speed_job(shape: ModelShape, job: Job) -> SpeedJob:
         master_bytes=2 if dtypes.precision == "bf16" else 4,
         fp32_base=job.method == "lora" and dtypes.base_dtype == "fp32",
         adapter_bytes=dtypes.adapter_bytes,
-        trainable_params=states.trainable_params,
+        trainable_params=trainable_params,
         stored_bytes_per_param=_stored_bytes_per_param(job),
         saved_bytes_per_token=saved,
     )
@@ -923,7 +928,7 @@ def estimate(
         total=total,
     )
     models = StepModels(shape)
-    work = step_work(shape, speed_job(shape, job), layers)
+    work = step_work(shape, speed_job(shape, job, states.trainable_params), layers)
     fits = tuple(_card_fit(models, job, model, total, gpu, work) for gpu in gpus)
     levers: list[Lever] = []
     if with_levers and not all(fit.fits for fit in fits):

@@ -486,46 +486,64 @@ def achieved_fraction(tokens_per_gpu: int, compute_capability: str = "8.0") -> f
 @dataclass(frozen=True, slots=True)
 class StepWork:
     """One job's work per optimizer step on each of its GPUs, card-independent: computed once
-    per estimate and held against every card (:func:`training`)."""
+    per estimate and held against every card (:func:`training`), which then only divides."""
 
     tokens: int
     """Tokens per GPU per micro-step (micro-batch x sequence)."""
-    hidden_size: int
     flops: FlopTerms
     memory: MemoryTerms
     offload_seconds: float
     communication_bytes: float
     gradient_accumulation: int
     gpus: int
+    matmul_flops: float
+    """FLOPs of one micro-step's linear layers, adapters, recompute and lm_head on one GPU."""
+    attention_flops: float
+    """FLOPs of one micro-step's attention scores and values on one GPU."""
+    model_flops: float
+    """FLOPs per token without the recompute (what MFU counts)."""
+    token_fraction: float
+    """``T / (T + HALF_TOKENS)`` of :func:`achieved_fraction` for this job's ``tokens``."""
+    micro_bytes: float
+    """Memory-bound bytes of one micro-step (``memory.per_micro_step``)."""
 
 
 def step_work(shape: ModelShape, job: SpeedJob, layers: AttentionLayers | None = None
               ) -> StepWork:
     """The job's FLOPs, bytes and transfers per step (see the module docstring)."""
+    tokens = job.batch_size * job.seq_len
+    flops = flop_terms(shape, job, layers)
+    memory = memory_terms(shape, job, layers)
     return StepWork(
-        tokens=job.batch_size * job.seq_len,
-        hidden_size=shape.hidden_size,
-        flops=flop_terms(shape, job, layers),
-        memory=memory_terms(shape, job, layers),
+        tokens=tokens,
+        flops=flops,
+        memory=memory,
         offload_seconds=offload_seconds(job),
         communication_bytes=communication_bytes(shape, job),
         gradient_accumulation=job.gradient_accumulation,
         gpus=job.gpus,
+        matmul_flops=tokens * (flops.total - flops.attention),
+        attention_flops=tokens * flops.attention,
+        model_flops=flops.model,
+        token_fraction=tokens / (tokens + HALF_TOKENS),
+        micro_bytes=memory.per_micro_step,
     )
 
 
-def step_seconds(work: StepWork, card: CardSpeed) -> float:
+def step_seconds(work: StepWork, card: CardSpeed, tflops: float | None = None) -> float:
     """Seconds of one optimizer step on each of the job's GPUs: the micro-steps' matmuls and
     memory-bound parts, the optimizer step, host transfers, and what of the communication
     the forward and backward do not hide. The card has its figures (:func:`training` checks)."""
-    tflops = card.matmul_tflops or 0.0
-    flops, memory, tokens = work.flops, work.memory, work.tokens
+    hopper = card.compute_capability.startswith(HOPPER_CC)
+    peak = (tflops or card.matmul_tflops or 0.0) * 1e12
     bandwidth = (card.memory_bandwidth_gbps or 0.0) * 1e9 * MEMORY_EFFICIENCY
-    peak = tflops * 1e12
-    compute = (tokens * (flops.total - flops.attention)
-               / (peak * achieved_fraction(tokens, card.compute_capability))
-               + tokens * flops.attention / (peak * attention_fraction(card.compute_capability)))
-    micro = compute + memory.per_micro_step / bandwidth + memory.fixed_seconds
+    # achieved_fraction() and attention_fraction(), with the job's token share computed once
+    matmul_share = (PEAK_FRACTION_HOPPER if hopper else PEAK_FRACTION) * work.token_fraction
+    attention_share = ATTENTION_FRACTION_HOPPER if hopper else ATTENTION_FRACTION
+    compute = (work.matmul_flops / (peak * matmul_share)
+               + work.attention_flops / (peak * attention_share))
+    memory = work.memory
+    micro = compute + work.micro_bytes / bandwidth + memory.fixed_seconds
     seconds = work.gradient_accumulation * micro + memory.optimizer / bandwidth
     seconds += work.offload_seconds
     if work.communication_bytes:
@@ -551,12 +569,11 @@ def training(work: StepWork, card: CardSpeed, *, dataset_tokens: int, epochs: in
         return None
     if work.communication_bytes and not card.interconnect_bandwidth_gbps:
         return None
-    seconds = step_seconds(work, card)
-    tokens = work.tokens * work.gradient_accumulation * work.gpus
-    per_s = tokens / seconds
+    seconds = step_seconds(work, card, tflops)
+    per_s = work.tokens * work.gradient_accumulation * work.gpus / seconds
     return Training(
         tokens_per_s=round(per_s, 1),
         step_seconds=round(seconds, 4),
         hours=round(dataset_tokens * epochs / per_s / 3600, 2),
-        mfu=round(per_s * work.flops.model / (tflops * 1e12 * work.gpus), 3),
+        mfu=round(per_s * work.model_flops / (tflops * 1e12 * work.gpus), 3),
     )

@@ -75,7 +75,7 @@ def options(catalog: Catalog, sizing: Sizing, *, gpus: int, sharding: str,
     found: list[Option] = []
     for fit in sizing.result.fits:
         gpu = by_slug.get(fit.gpu)
-        if gpu is None or not fit.fits:
+        if gpu is None or gpu.comparison_only or not fit.fits:  # not sold: never recommended
             continue
         unit = gpu.price_eur_net
         found.append(Option(

@@ -123,6 +123,9 @@ class EstimateRequest:
     with_levers: bool = True
     gpu_memory_bytes: int | None = None
     """An ad-hoc card of this driver-reported total instead of catalog cards (gpu "custom")."""
+    compare_slugs: tuple[str, ...] = ()
+    """Comparison cards to hold the job against besides the default cards (the page's
+    "compare with a card I already have"); each must be a comparison card of the catalog."""
     checkpointing: CheckpointingSetting | None = None
     """Gradient checkpointing ``auto``, ``on`` or ``off`` (every surface's default is
     ``auto``); None: as ``job.gradient_checkpointing`` says, set explicitly."""
@@ -180,6 +183,7 @@ def gpu_spec(record: GpuRecord) -> GpuSpec:
         fp4_tflops=record.fp4_dense_tflops,
         memory_bandwidth_gbps=record.memory_bandwidth_gbps,
         interconnect_bandwidth_gbps=record.interconnect_bandwidth_gbps,
+        comparison_only=record.comparison_only,
     )
 
 
@@ -259,10 +263,19 @@ def find_model(catalog: Catalog, slug: str) -> ModelRecord:
     raise NotFound(f"no model '{slug}' in the catalog", field="model")
 
 
-def select_gpus(catalog: Catalog, slugs: Sequence[str]) -> list[GpuRecord]:
-    """The cards to hold the job against: the named ones, or every active card."""
+def select_gpus(catalog: Catalog, slugs: Sequence[str],
+                compare: Sequence[str] = ()) -> list[GpuRecord]:
+    """The cards to hold the job against: the named ones (comparison cards among them), or
+    every active card the shop sells and the comparison cards in ``compare`` (comparison
+    cards only when named, issue 26). Raises NotFound naming ``gpu`` or ``compare``."""
     if not slugs:
-        return list(catalog.gpus)
+        extra = {gpu.slug: gpu for gpu in catalog.gpus if gpu.comparison_only}
+        unknown = [slug for slug in compare if slug not in extra]
+        if unknown:
+            raise NotFound(f"no comparison card {', '.join(repr(s) for s in unknown)} in the "
+                           "catalog", field="compare")
+        return ([gpu for gpu in catalog.gpus if not gpu.comparison_only]
+                + [extra[slug] for slug in dict.fromkeys(compare)])
     by_slug = {gpu.slug: gpu for gpu in catalog.gpus}
     missing = [slug for slug in slugs if slug not in by_slug]
     if missing:
@@ -345,7 +358,7 @@ def _estimate(catalog: Catalog, request: EstimateRequest
     if request.gpu_memory_bytes is not None:
         records, gpus = [None], [custom_gpu_spec(request.gpu_memory_bytes)]
     else:
-        found = select_gpus(catalog, request.gpu_slugs)
+        found = select_gpus(catalog, request.gpu_slugs, request.compare_slugs)
         records, gpus = list(found), [gpu_spec(record) for record in found]
     allowed = allowed_levers(request)
     try:
@@ -449,7 +462,7 @@ def system_rows(catalog: Catalog, request: CustomCardRequest,
     rows: list[_Row] = []
     for system in catalog.systems:
         gpu = gpus.get(system.gpu_slug)
-        if gpu is None:
+        if gpu is None or gpu.comparison_only:
             continue
         try:
             rows.append(fit(system, gpu))
@@ -467,7 +480,7 @@ def system_link(spec: GpuSpec, system: SystemRecord) -> GpuSpec:
     (8 H200 NVL: two 4-way bridges) run their ring collectives at PCIe's speed."""
     text = system.gpu_interconnect.lower()
     if spec.interconnect == "nvlink" and "pcie" in text:
-        return replace(spec, interconnect="pcie", interconnect_bandwidth_gbps=PCIE5_X16_GBPS)
+        return replace(spec, collective_link="pcie", interconnect_bandwidth_gbps=PCIE5_X16_GBPS)
     return spec
 
 

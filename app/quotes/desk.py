@@ -25,7 +25,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from app import text_input
 from app.accounts import audit
 from app.accounts.audit import Actor
-from app.catalog.schemas import Catalog
+from app.catalog.schemas import Catalog, GpuRecord
 from app.db.base import utcnow
 from app.db.tables import QuoteLine, QuoteRequest
 from app.errors import Conflict, InvalidInput, NotFound
@@ -262,6 +262,8 @@ def _price(catalog: Catalog, line: LineInput) -> tuple[Decimal, str]:
                     else catalog.system(line.item_slug))
         except NotFound as exc:
             raise InvalidInput("not in the catalog", field="item_slug") from exc
+        if isinstance(item, GpuRecord) and item.comparison_only:
+            raise InvalidInput("a comparison card, not sold by the shop", field="item_slug")
         name = name or item.name
         if price is None:
             price = item.price_eur_net

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from sqlalchemy.orm import Session
 
 from app import text_input
-from app.catalog.schemas import Catalog
+from app.catalog.schemas import Catalog, GpuRecord
 from app.db.tables import QuoteRequest
 from app.errors import InvalidInput, NotFound
 from app.estimates import service as estimates_service
@@ -57,11 +57,20 @@ def _check(contact: Contact, partner_reference: str | None = None) -> None:
         raise InvalidInput(f"must be from 1 to {MAX_QUANTITY}", field="quantity")
 
 
+def sold_gpu(catalog: Catalog, slug: str) -> GpuRecord:
+    """The catalog's card of ``slug`` if the shop sells it: a comparison card (issue 26) is
+    never quoted. Raises NotFound / InvalidInput naming ``item_slug``."""
+    gpu = catalog.gpu(slug)
+    if gpu.comparison_only:
+        raise InvalidInput("a comparison card, not sold by the shop", field="item_slug")
+    return gpu
+
+
 def _item(catalog: Catalog, sizing: Sizing, kind: ItemKind, slug: str) -> tuple[
     str, Decimal | None, dict[str, Any]
 ]:
     if kind == "gpu":
-        gpu = catalog.gpu(slug)
+        gpu = sold_gpu(catalog, slug)
         fit = next((f for f in sizing.result.fits if f.gpu == slug), None)
         return gpu.name, gpu.price_eur_net, asdict(fit) if fit else {}
     system = catalog.system(slug)
@@ -101,7 +110,7 @@ def serving_item(catalog: Catalog, sizing: ServingSizing, request: ServingReques
     with all its cards tensor parallel; the fit is empty when the sizing holds no row for it
     (a card other than the one the customer checked)."""
     if kind == "gpu":
-        gpu = catalog.gpu(slug)
+        gpu = sold_gpu(catalog, slug)
         fit = next((f for f in sizing.result.fits if f.gpu == slug), None)
         return gpu.name, gpu.price_eur_net, (
             {**asdict(fit), "gpus": request.job.gpus} if fit is not None else {})

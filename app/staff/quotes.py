@@ -65,7 +65,8 @@ def _detail(request: Request, session: DbSession, reference: str, *,
     catalog = _catalog(request, session)
     return page(request, DETAIL, {
         "quote": quote, "errors": (errors or FieldErrors()).messages, "form": form or {},
-        "conflict": conflict, "gpus": catalog.gpus, "systems": catalog.systems,
+        "conflict": conflict, "systems": catalog.systems,
+        "gpus": tuple(g for g in catalog.gpus if not g.comparison_only),  # sold cards only
     }, status_code=status)
 
 

@@ -54,6 +54,9 @@ def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
         sizing = estimates_service.sizing(catalog, calc.estimate_request(), cache=cache)
         return result_view.build(calc, catalog, sizing)
 
+    if calc.compare and all(g.slug != calc.compare or not g.comparison_only
+                            for g in catalog.gpus):
+        errors.add("compare", N_("No such comparison card in our catalog."))
     return sizing_page.size(catalog, calc.gpu, errors, compute,
                             error_field=form.engine_error_field)
 

@@ -37,6 +37,7 @@ from app.engine.states import (
 from app.errors import InvalidInput
 from app.estimates import job_limits
 from app.estimates.service import EstimateRequest, LibrarySwitches, library_switches
+from app.estimates.token_count import parse_token_count
 from app.html import config_errors, forms
 from app.html.forms import N_, FieldErrors
 from app.web import engine_errors
@@ -76,10 +77,12 @@ only, so the page offers no combination the engine refuses. ``method:quant`` whe
 is not the method's own (QLoRA's is NF4 with double quantisation, the engine's default)."""
 FIELDS: Final = ("model", "config", "method", "quant", "optimizer", "rank", "targets", "batch",
                   "seq", "attention", "gpus", "sharding", "offload", "gpu", "framework",
-                  "precision", "adapter", "base", "bnb", "impl", "moe")
+                  "precision", "adapter", "base", "bnb", "impl", "moe", "dataset", "epochs",
+                  "compare")
 """Every field that can carry an error (htmx swaps each one's message out of band)."""
 ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "moe", "gpus",
-                          "sharding", "impl", "offload", "change", "gpu")
+                          "sharding", "impl", "offload", "change", "gpu", "dataset", "epochs",
+                          "compare")
 """The controls in the calculator's "Advanced" section, which opens when one of them is set
 (a shared link with several GPUs or a sharding) or has an error (issue 18, point 4)."""
 QUANT_LABELS: Final = {
@@ -142,12 +145,16 @@ ENGINE_FIELDS: Final = {
     "framework": "framework", "bnb_version": "bnb", "sharding_impl": "impl",
     "expandable_segments": "segments",
     "moe_lora": "moe",
+    "dataset_tokens": "dataset", "epochs": "epochs", "compare": "compare",
 }
 
 
 # The form's defaults are the engine's own job defaults, so the page, the API and the CLI
 # start from the same job.
 DEFAULT_JOB: Final = Job()
+DEFAULT_DATASET: Final = "10M"
+"""The data per epoch as the field shows it by default: the engine's 10,000,000 tokens."""
+MAX_EPOCHS: Final = job_limits.MAX_EPOCHS
 
 
 @dataclass
@@ -180,6 +187,12 @@ class CalculatorInput:
     """Whether a setup may turn LoRA into QLoRA (the API's ``allow_method_change``)."""
     moe: str = DEFAULT_JOB.moe_lora
     gpu: str = ""
+    dataset: str = DEFAULT_DATASET
+    """The customer's data per epoch as typed (``10M``, ``250k``); ``tokens`` as read."""
+    tokens: int = DEFAULT_JOB.dataset_tokens
+    epochs: int = DEFAULT_JOB.epochs
+    compare: str = ""
+    """A comparison card (not sold) to hold the job against beside ours (issue 26)."""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
     # the Hub repository's config.json, once the page has looked it up (calculator.page)
     hub: HubModel | None = field(default=None, repr=False)
@@ -243,6 +256,12 @@ class CalculatorInput:
             values["moe"] = self.moe
         if self.gpu:
             values["gpu"] = self.gpu
+        if self.tokens != DEFAULT_JOB.dataset_tokens:
+            values["dataset"] = self.dataset
+        if self.epochs != DEFAULT_JOB.epochs:
+            values["epochs"] = str(self.epochs)
+        if self.compare:
+            values["compare"] = self.compare
         return values
 
     def url(self) -> str:
@@ -272,6 +291,8 @@ class CalculatorInput:
             sharding_impl=switches.sharding_impl,
             expandable_segments=self.segments,
             moe_lora=cast(MoeLora, self.moe),
+            dataset_tokens=self.tokens,
+            epochs=self.epochs,
         )
 
     def switches(self) -> LibrarySwitches:
@@ -280,13 +301,14 @@ class CalculatorInput:
                                 sharding_impl=self.impl, sharding=self.sharding)
 
     def estimate_request(self) -> EstimateRequest:
+        compare = (self.compare,) if self.compare else ()
         if self.is_custom or self.hub is not None:
             return EstimateRequest(job=self.job(), model_config=self.config or {},
                                    checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"),
-                                   allow_method_change=self.change)
+                                   allow_method_change=self.change, compare_slugs=compare)
         return EstimateRequest(job=self.job(), model_slug=self.model,
                                checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"),
-                               allow_method_change=self.change)
+                               allow_method_change=self.change, compare_slugs=compare)
 
 
 def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
@@ -335,7 +357,11 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
         change=forms.flag(data, "change"),
         moe=forms.choice(data, "moe", errors, choices=MOE_LORAS, default=d.moe),
         gpu=data.get("gpu", "").strip()[:64],
+        epochs=forms.integer(data, "epochs", errors, default=d.epochs, minimum=1,
+                             maximum=MAX_EPOCHS),
+        compare=data.get("compare", "").strip()[:64],
     )
+    calc.dataset, calc.tokens = _dataset(data.get("dataset", ""), errors)
     if calc.is_custom:
         calc.config_text = data.get("config", "")
         # the one config.json reader every surface uses, worded as every page words it
@@ -345,6 +371,18 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     except InvalidInput as error:
         engine_errors.add(errors, engine_error_field(error.field or ""), error)
     return calc, errors
+
+
+def _dataset(raw: str, errors: FieldErrors) -> tuple[str, int]:
+    """The data per epoch as typed and as tokens (``10M``, ``250k``, ``1.5B``); the default
+    when empty, an error beside the field when unreadable or out of bounds."""
+    text = raw.strip()[:32] or DEFAULT_DATASET
+    try:
+        return text, parse_token_count(text)
+    except InvalidInput:
+        errors.add("dataset", N_("Enter a number of tokens such as 10M, 250k or 1.5B (at "
+                                 "most 10 trillion)."))
+        return text, DEFAULT_JOB.dataset_tokens
 
 
 def _ckpt(raw: str) -> str:

@@ -16,7 +16,7 @@ from app.engine.model_types import SUPPORTED_MODEL_TYPES
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path
 from app.html.templating import render
-from app.web import serving_view
+from app.web import serving_view, speed_view
 from app.web.method_terms import TERM_TEXTS
 
 router = APIRouter(include_in_schema=False)
@@ -87,5 +87,6 @@ def how_we_calculate(request: Request) -> HTMLResponse:
          "engine_version": ENGINE_VERSION,
          "accuracy": _accuracy(),
          "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON),
-         "model_types": SUPPORTED_MODEL_TYPES, "serving": serving_view.method_page()},
+         "model_types": SUPPORTED_MODEL_TYPES, "serving": serving_view.method_page(),
+         "speed": speed_view.method_page()},
     )

@@ -26,6 +26,7 @@ from app.engine.estimate import (
     Setup,
     headroom_bytes,
 )
+from app.engine.speed import Training
 from app.estimates.recommendations import StorefrontKey, storefront_key
 from app.estimates.service import Sizing, SystemFit
 from app.html.forms import N_, FieldError
@@ -288,6 +289,8 @@ class CardRow:
     quote_url: str
     highlighted: bool
     recommended: bool = False
+    time: FieldError | None = None
+    """The training time for the customer's data on this card (issue 26), if it has one."""
 
     @property
     def state(self) -> str:
@@ -312,6 +315,8 @@ class SystemRow:
     warnings: tuple[FieldError, ...]
     quote_url: str
     recommended: bool = False
+    time: FieldError | None = None
+    """The training time for the customer's data on the system's cards together."""
 
     @property
     def name(self) -> FieldError:
@@ -347,6 +352,8 @@ class Verdict:
     margin_bytes: int | None = None
     recommended: str = ""
     """The row the verdict names (``card-<slug>`` or ``system-<slug>``), highlighted."""
+    time: FieldError | None = None
+    """How long the row the verdict names trains on the customer's data (issue 26)."""
 
     @property
     def state(self) -> str:
@@ -392,6 +399,8 @@ class ResultView:
     assumptions: tuple[FieldError, ...]
     thumb: RuleOfThumb | None = None
     """Where a buyer's rule of thumb falls short, the terms it leaves out (issue 27, point 7)."""
+    compared: tuple[CardRow, ...] = ()
+    """Comparison cards the customer named (not sold: no verdict, quote or recommendation)."""
 
     @property
     def recommendation_changes(self) -> tuple[FieldError, ...]:
@@ -465,6 +474,33 @@ def setup_changes(setup: Setup | None) -> tuple[FieldError, ...]:
                                            changes["gradient_accumulation"]))}
                    if key == "batch_size" else {})
         for key in changes if key in SETUP_LABELS)
+
+
+def token_text(tokens: int, epochs: int) -> str:
+    """The customer's data as the time's text names it: ``10M``, ``250k``, ``1.5B`` (a plain
+    number where no suffix divides it), with ``2 × `` for two epochs."""
+    text = f"{tokens:,}"
+    for factor, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "k")):
+        if tokens >= factor and (tokens * 10) % factor == 0:
+            text = f"{tokens / factor:g}{suffix}"
+            break
+    return f"{epochs} × {text}" if epochs > 1 else text
+
+
+def training_time(training: Training | None, calc: CalculatorInput) -> FieldError | None:
+    """"about 3.1 h for 10M tokens" (minutes under an hour, days from two days on)."""
+    if training is None:
+        return None
+    tokens = token_text(calc.tokens, calc.epochs)
+    hours = training.hours
+    if hours < 1:
+        return FieldError(N_("about %(minutes)s min for %(tokens)s tokens"),
+                          {"minutes": max(1, round(hours * 60)), "tokens": tokens})
+    if hours < 48:
+        return FieldError(N_("about %(hours)s h for %(tokens)s tokens"),
+                          {"hours": round(hours, 1), "tokens": tokens})
+    return FieldError(N_("about %(days)s days for %(tokens)s tokens"),
+                      {"days": round(hours / 24, 1), "tokens": tokens})
 
 
 def quote_url(calc: CalculatorInput, item: str) -> str:
@@ -617,7 +653,7 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     cheapest: dict[str, Lever] = {}
     for lever in result.levers:
         cheapest.setdefault(lever.gpu, lever)
-    rows = tuple(sorted((
+    every = tuple(sorted((
         CardRow(
             gpu=gpus[fit.gpu], fit=fit, lever=cheapest.get(fit.gpu),
             lever_label=_lever_label(cheapest[fit.gpu]) if fit.gpu in cheapest else (),
@@ -625,15 +661,22 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
             warnings=_warnings(fit.warnings),
             quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
             highlighted=fit.gpu == calc.gpu,
+            time=training_time(fit.training, calc),
         )
         for fit in result.fits if fit.gpu in gpus
     ), key=lambda row: (*row.rank(), row.gpu.name)))
+    rows = tuple(row for row in every if not row.gpu.comparison_only)
+    compared = tuple(row for row in every if row.gpu.comparison_only)
     systems = tuple(sorted((
         SystemRow(row.system, row, _warnings(row.warnings),
-                  quote_url(calc, f"system:{row.system.slug}"))
+                  quote_url(calc, f"system:{row.system.slug}"),
+                  time=training_time(row.training, calc))
         for row in sizing.systems
     ), key=lambda row: (*row.rank(), row.system.name)))
     verdict = _verdict(calc, rows, systems, result.recommendation)
+    times = {f"card-{row.gpu.slug}": row.time for row in rows}
+    times.update({f"system-{row.system.slug}": row.time for row in systems})
+    verdict = dataclasses.replace(verdict, time=times.get(verdict.recommended))
     rows = tuple(dataclasses.replace(row, recommended=verdict.recommended == f"card-{row.gpu.slug}")
                  for row in rows)
     systems = tuple(
@@ -655,4 +698,5 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
         warnings=_warnings(result.warnings),
         assumptions=assumptions,
         thumb=rule_of_thumb(result, calc.method, calc.gpus),
+        compared=compared,
     )

@@ -52,7 +52,7 @@ def size(catalog: Catalog, gpu: str, errors: FieldErrors, compute: Callable[[], 
     """``compute()`` (the mode's view of its sizing), or None with the status the errors call
     for: 404 for a model or card the catalog lacks, 422 for anything else. The service's
     refusal goes beside the form field ``error_field`` maps its field to."""
-    if gpu and all(record.slug != gpu for record in catalog.gpus):
+    if gpu and all(record.slug != gpu or record.comparison_only for record in catalog.gpus):
         errors.add("gpu", N_("No such card in our catalog."))
     if errors:
         missing = any(errors.messages[name].message != forms.CONTROL_MESSAGE

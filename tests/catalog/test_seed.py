@@ -18,6 +18,10 @@ from app.db.tables import CatalogRevision, GpuSku, ModelCard, System
 from app.engine.model_types import parse_config
 
 MiB = 1024**2
+COMPARISON_GPUS = {
+    "h200-sxm", "h100-sxm", "h100-nvl", "a100-80gb", "l40s", "rtx-5090", "rtx-6000-ada",
+}
+"""Cards the shop does not sell, for comparison only (issue 26)."""
 SHOP_GPUS = {
     "dgx-spark",
     "rtx-pro-6000",
@@ -51,7 +55,10 @@ def test_seed_loads_every_card_system_and_model(
     report = _seed(session_factory, seed_files)
 
     gpus = {gpu.slug: gpu for gpu in session.scalars(select(GpuSku))}
-    assert set(gpus) == SHOP_GPUS
+    assert {slug for slug, gpu in gpus.items() if not gpu.comparison_only} == SHOP_GPUS
+    assert {slug for slug, gpu in gpus.items() if gpu.comparison_only} == COMPARISON_GPUS
+    assert gpus["h200-sxm"].usable_bytes == 143771 * MiB
+    assert gpus["h200-sxm"].bf16_dense_tflops == 989.5
     assert report.inserted["gpu_sku"] and report.inserted["system"]
     assert gpus["rtx-pro-6000"].usable_bytes == 97887 * MiB == 102_641_958_912
     assert gpus["h200-nvl"].usable_bytes == 143771 * MiB
@@ -223,12 +230,13 @@ def test_a_model_config_the_engine_rejects_names_the_file(seed_files: Any) -> No
 
 def test_the_shipped_gpu_and_system_seed_is_valid() -> None:
     data = read_seed(SEED_DIR)
-    assert {gpu.slug for gpu in data.gpus} == SHOP_GPUS
+    assert {gpu.slug for gpu in data.gpus} == SHOP_GPUS | COMPARISON_GPUS
     for gpu in data.gpus:
         assert gpu.price_eur_net is None and gpu.stock_status == "on_request"
         if gpu.slug != "dgx-spark":  # driver-reported framebuffer, whole MiB
             assert gpu.usable_bytes % MiB == 0
-        assert gpu.usable_bytes < gpu.memory_nominal_gb * 1024**3  # "96 GB" GDDR is 96 GiB
+        # "96 GB" GDDR is 96 GiB; the A100 80GB reports all of its 81,920 MiB (80 GiB)
+        assert gpu.usable_bytes <= gpu.memory_nominal_gb * 1024**3
     assert {system.kind for system in data.systems} == {"workstation", "server", "appliance"}
 
 

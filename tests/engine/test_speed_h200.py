@@ -1,66 +1,64 @@
 """Training speed against the 15 steps measured on an H200 SXM (tests/fixtures/h200_steps).
 
-Each step's job (method, batch, sequence, checkpointing, precision, attention, LoRA dropout) is
-estimated for the H200 SXM with its datasheet figures (989.5 TFLOP/s dense BF16, 4.8 TB/s), and
-the predicted tokens per second is held to the measured one: every case within 20 %, the
-median within 10 % (issue 26).
+Each step's job (method, batch, sequence, checkpointing, precision, attention, LoRA dropout,
+allocator setting) is run as a user runs it, ``sizer estimate --model-config <config> ...
+--gpu h200-sxm --format json``, and ``fits[i].training.tokens_per_s`` of the H200 SXM (a
+comparison card of the catalog: 989.5 TFLOP/s dense BF16, 4.8 TB/s) is held to the measured
+tokens per second: every step within 20 %, the median within 10 % (issue 26).
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from app.engine import GpuSpec, Job, shape_of
-from app.engine.estimate import estimate
-from app.engine.speed import config_attention_layers
+from tests.cli.runner import sizer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200_steps"
-STEPS = json.loads((FIXTURES / "h200-steps.json").read_text())["cases"]
-
-H200_SXM = GpuSpec(
-    slug="h200-sxm", name="NVIDIA H200 SXM", usable_bytes=143_771 * 2**20,
-    compute_capability="9.0", interconnect="nvlink", bf16_tflops=989.5, fp4_tflops=None,
-    memory_bandwidth_gbps=4800.0, interconnect_bandwidth_gbps=900.0, comparison_only=True,
-)
+STEPS: list[dict[str, Any]] = json.loads((FIXTURES / "h200-steps.json").read_text())["cases"]
 
 
-def job_of(step: dict[str, object]) -> Job:
-    """The measured step's job as the surfaces take it (shared/measured/README.md)."""
-    method = str(step["method"])
-    return Job(
-        method=method,  # type: ignore[arg-type]
-        batch_size=int(str(step["b"])), seq_len=int(str(step["s"])),
-        gradient_checkpointing=bool(step["ckpt"]),
-        attention="eager" if step.get("attn") == "eager" else "sdpa",
-        precision=step.get("precision") if method == "full" else None,  # type: ignore[arg-type]
-        lora_dropout=float(str(step.get("drop") or 0.0)),
-        expandable_segments=step.get("alloc_conf") == "expandable_segments:True",
-    )
+def arguments(step: dict[str, Any]) -> list[str]:
+    """The CLI arguments of the measured step's job (shared/measured/README.md's recipe)."""
+    args = [
+        "estimate", "--model-config", str(FIXTURES / "configs" / f"{step['model']}.json"),
+        "--method", step["method"], "--batch-size", str(step["b"]), "--seq-len", str(step["s"]),
+        "--gradient-checkpointing", "on" if step["ckpt"] else "off",
+        "--attention", "eager" if step.get("attn") == "eager" else "sdpa",
+        "--gpu", "h200-sxm", "--format", "json",
+    ]
+    if step["method"] == "full":
+        args += ["--precision", step["precision"]]
+    else:
+        args += ["--lora-dropout", str(step.get("drop") or 0.0)]
+    if step.get("alloc_conf") == "expandable_segments:True":
+        args.append("--expandable-segments")
+    return args
 
 
-def predicted(step: dict[str, object]) -> float:
-    config = json.loads((FIXTURES / "configs" / f"{step['model']}.json").read_text())
-    shape = shape_of(config)
-    result = estimate(shape, job_of(step), [H200_SXM], with_levers=False,
-                      layers=config_attention_layers(config, shape))
-    training = result.fits[0].training
-    assert training is not None
-    return training.tokens_per_s
+@cache
+def error(step_id: str) -> float:
+    step = next(s for s in STEPS if s["id"] == step_id)
+    run = sizer(*arguments(step))
+    assert run.code == 0, run.stderr
+    fit = next(f for f in json.loads(run.stdout)["fits"] if f["gpu"] == "h200-sxm")
+    assert fit["comparison_only"] is True
+    predicted: float = fit["training"]["tokens_per_s"]
+    print(f"{step_id}: measured {step['tokens_per_s']:,.1f} tokens/s, predicted "
+          f"{predicted:,.1f}, error {predicted / step['tokens_per_s'] - 1:+.1%}")
+    return predicted / float(step["tokens_per_s"]) - 1
 
 
-def error(step: dict[str, object]) -> float:
-    return predicted(step) / float(str(step["tokens_per_s"])) - 1
-
-
-@pytest.mark.parametrize("step", STEPS, ids=[str(step["id"]) for step in STEPS])
-def test_each_measured_step_within_20_percent(step: dict[str, object]) -> None:
-    assert abs(error(step)) <= 0.20
+@pytest.mark.parametrize("step_id", [step["id"] for step in STEPS])
+def test_each_measured_step_within_20_percent(step_id: str) -> None:
+    assert abs(error(step_id)) <= 0.20
 
 
 def test_median_error_within_10_percent() -> None:
     assert len(STEPS) == 15
-    assert statistics.median(abs(error(step)) for step in STEPS) <= 0.10
+    assert statistics.median(abs(error(step["id"])) for step in STEPS) <= 0.10

@@ -86,7 +86,7 @@ def test_no_cheaper_offer_fits_with_any_setting(model: str, method: str, batch: 
     job, _ = service.resolved_job(shape, request)
     offers: list[tuple[Decimal, str, str, GpuSpec, Job]] = []
     for gpu in CATALOG.gpus:
-        if gpu.price_eur_net is not None:
+        if gpu.price_eur_net is not None and not gpu.comparison_only:  # not sold (issue 26)
             offers.append((gpu.price_eur_net, "gpu", gpu.slug, service.gpu_spec(gpu), job))
     by_slug = {gpu.slug: gpu for gpu in CATALOG.gpus}
     for system in CATALOG.systems:

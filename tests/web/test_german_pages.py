@@ -21,6 +21,8 @@ PAGES = [
     # a verdict with a setup (issue 27, point 5)
     "/?model=llama-3.1-70b&method=full&optimizer=adamw&ckpt=0",
     "/?model=llama-3.1-8b&method=lora&batch=8&seq=4096",
+    "/?model=llama-3.1-8b&method=lora&dataset=1.5B&epochs=3&compare=h100-sxm",
+    "/?model=llama-3.1-8b&method=lora&dataset=lots&epochs=0",
 ]
 
 

@@ -27,7 +27,7 @@ def gpu_out(gpu: GpuRecord) -> schemas.Gpu:
         max_power_w=gpu.max_power_w, form_factor=gpu.form_factor,
         mig_instances=gpu.mig_instances, price_eur_net=money(gpu.price_eur_net),
         stock_status=gpu.stock_status,
-        product_url=gpu.product_url,
+        product_url=gpu.product_url, comparison_only=gpu.comparison_only,
     )
 
 

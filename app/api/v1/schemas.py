@@ -100,7 +100,7 @@ class Problem(_Out):
 
 
 class Gpu(_Out):
-    """A card the shop sells."""
+    """A card of the catalog: one the shop sells, or a comparison card (``comparison_only``)."""
 
     slug: str = Field(examples=["rtx-pro-6000"])
     name: str = Field(examples=["NVIDIA RTX PRO 6000 Blackwell"])
@@ -122,6 +122,9 @@ class Gpu(_Out):
     price_eur_net: Money | None
     stock_status: StockStatus
     product_url: str | None
+    comparison_only: bool = Field(
+        default=False, description="Not sold by the shop: a card to compare with. Estimates "
+        "hold a job against it only when `gpu` names it; never recommended or quoted.")
 
 
 class System(_Out):
@@ -290,7 +293,9 @@ class EstimateInput(_In):
         "refused for lora and full.")
     gpu: list[Slug] = Field(
         default_factory=list, max_length=64,
-        description="Hold the job against these cards only; default every card.",
+        description="Hold the job against these cards only; default every card the shop "
+        "sells. Comparison cards (`comparison_only` in `/gpus`, e.g. `h200-sxm`, "
+        "`a100-80gb`) are held against the job only when named here.",
     )
 
     @property

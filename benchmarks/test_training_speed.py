@@ -1,0 +1,52 @@
+"""What the training speed adds to one estimate against the whole seed catalog (issue 26: under
+0.1 ms). Run: `make bench` (or `.venv/bin/pytest benchmarks/test_training_speed.py`).
+
+The speed is computed inside :func:`app.engine.estimate`: once per estimate the job's work
+(:func:`speed_job`, :func:`step_work`: FLOPs, bytes and transfers), then per card only
+:func:`training` against its figures. This times exactly those calls for every card of the
+catalog (the cards the shop sells and the comparison cards), which is all the speed adds.
+Reported in docs/performance.md, never asserted: wall-clock limits in tests are flaky.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.catalog.seed import load_seed_catalog
+from app.engine import Job
+from app.engine.estimate import model_states, speed_job
+from app.engine.speed import Training, config_attention_layers, step_work, training
+from app.estimates.service import gpu_spec
+
+CATALOG = load_seed_catalog()
+CARDS = [gpu_spec(g).speed for g in CATALOG.gpus]
+
+JOBS = {
+    "lora-8b-b4": ("llama-3.1-8b", Job(method="lora", batch_size=4)),
+    "full-8b-b1": ("llama-3.1-8b", Job(method="full")),
+    "qlora-70b-ckpt": ("llama-3.3-70b", Job(method="qlora", gradient_checkpointing=True)),
+    "lora-mixtral-eager": ("mixtral-8x7b", Job(method="lora", attention="eager")),
+}
+
+
+def speed_of_every_card(shape: Any, job: Job, layers: Any,
+                        trainable: int) -> list[Training | None]:
+    work = step_work(shape, speed_job(shape, job, trainable), layers)
+    return [training(work, card, dataset_tokens=job.dataset_tokens, epochs=job.epochs)
+            for card in CARDS]
+
+
+@pytest.mark.parametrize("name", list(JOBS))
+def test_speed_against_the_whole_catalog(benchmark: Any, name: str) -> None:
+    from app.engine import shape_of
+
+    slug, job = JOBS[name]
+    config = CATALOG.model(slug).config
+    shape = shape_of(config)
+    layers = config_attention_layers(config, shape)
+    # the parameters estimate() has counted for the memory already
+    trainable = model_states(shape, job).trainable_params
+    found = benchmark(speed_of_every_card, shape, job, layers, trainable)
+    assert len(found) == len(CATALOG.gpus) and any(found)
