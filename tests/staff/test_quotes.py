@@ -76,7 +76,7 @@ def test_quote_page_shows_the_sizing_snapshot_and_prefills_the_catalog_price(
     request_quote(client)
     text_, _ = _open(client, _reference(users))
     assert "Sizing snapshot" in text_ and "llama-3.1-8b" in text_
-    assert "39.6\u00a0GB" in text_  # total per GPU from the stored sizing (engine 1.5.0)
+    assert "36.1\u00a0GB" in text_  # total per GPU from the stored sizing (engine 1.16.0)
     assert 'value="gpu:rtx-pro-6000" selected' in text_
     assert 'id="f-unit_price" name="unit_price" inputmode="decimal" value="8,999.00"' in text_
 
