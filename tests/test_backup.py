@@ -95,7 +95,7 @@ def test_a_backup_restores_every_row(
     second_database_url: str,
 ) -> None:
     original = _export(monkeypatch, filled_database_url, tmp_path / "a.json")
-    assert len(original["tables"]["gpu_sku"]) == 8
+    assert len(original["tables"]["gpu_sku"]) == 15  # 8 sold, 7 comparison cards (issue 26)
     assert original["tables"]["quote_line"][0]["unit_price_eur_net"] == "8999.50"
 
     assert _run(monkeypatch, second_database_url, "import", str(tmp_path / "a.json")) == 0

@@ -138,7 +138,7 @@ def test_cli_upgrades_and_seeds_a_fresh_sqlite_database(
     assert "(head)" in db("current").stdout
     seeded = db("seed")
     assert seeded.code == 0, seeded.stderr
-    assert "gpu_sku: 8 inserted" in seeded.stdout
+    assert "gpu_sku: 15 inserted" in seeded.stdout  # 8 sold, 7 comparison cards (issue 26)
     again = db("seed")
     assert again.code == 0 and "already up to date" in again.stdout
 

@@ -55,6 +55,8 @@ CONSTANT_FOR_THE_PROCESS: dict[tuple[str, str], str] = {
     ("app/html/i18n.py", "_separators"): "Babel's grouping and decimal signs for a language code",
     ("app/html/i18n.py", "format_eur"):
         "an amount written the way Babel's shipped locale data writes it (the amount is the key)",
+    ("app/web/speed_view.py", "method_page"):
+        "the published speed measurements shipped as package data and the engine's constants",
     ("app/catalog/search.py", "_named_derivative"):
         "whether names contain a fixed derivative word (the names are the key, not the catalog)",
     ("app/html/templating.py", "environment"):

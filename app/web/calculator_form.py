@@ -315,7 +315,8 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     """Read the calculator's fields; an absent field takes its default."""
     errors = FieldErrors()
     # free text here (the others are choices and numbers), even where it is not used
-    for name, multiline in (("model", False), ("gpu", False), ("ckpt", False), ("config", True)):
+    for name, multiline in (("model", False), ("gpu", False), ("ckpt", False), ("config", True),
+                            ("dataset", False), ("compare", False)):
         if not forms.no_control(data, name, errors, multiline=multiline):
             data = {**data, name: ""}
     method, _, quant = data.get("method", "").partition(":")

@@ -121,7 +121,8 @@ def test_customer_walk_in_english(walk: Any, artifacts: Path) -> None:
     assert page.locator("#fig-total").is_visible()
     verdicts = page.locator("tr[id^=card-] .verdict-cell").all_inner_texts()
     assert len(verdicts) == 8
-    assert all(v.strip() in ("Fits", "Tight", "Does not fit") for v in verdicts)
+    # a row that fits only with a setup says so after its verdict (issue 27, point 5)
+    assert all(v.strip().startswith(("Fits", "Tight", "Does not fit")) for v in verdicts)
     assert text(page, "#result-title").startswith("Fits on 1×")
     assert_accessible(page, "calculator")
     page.screenshot(path=str(artifacts / "calculator-desktop.png"), full_page=True)

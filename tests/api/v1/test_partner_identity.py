@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app import text_input
 from app.accounts import api_keys
 from app.accounts.api_keys import PartnerNameTaken
 from app.cli import main as sizer
@@ -159,9 +160,18 @@ def test_sizer_apikey_refuses_every_bad_partner_name_of_the_catalogue(
     if entry.existing is not None:
         with seeded.begin() as session:
             api_keys.create_partner(session, name=entry.existing)
-    assert sizer(["apikey", "create", "--new-partner", entry.name]) == 2
-    err = capsys.readouterr().err
-    assert "sizer apikey: error: new_partner_name: " in err
+    if text_input.control_character(entry.name) is not None:
+        # the command line's one control-character check refuses it before any command runs
+        # (issue 24, point 1), naming the option
+        with pytest.raises(SystemExit) as refused:
+            sizer(["apikey", "create", "--new-partner", entry.name])
+        assert refused.value.code == 2
+        err = capsys.readouterr().err
+        assert f"sizer apikey: error: --new-partner: {text_input.REASON}" in err
+    else:
+        assert sizer(["apikey", "create", "--new-partner", entry.name]) == 2
+        err = capsys.readouterr().err
+        assert "sizer apikey: error: new_partner_name: " in err
     if entry.existing is not None:
         assert f"reads like the existing partner {entry.existing!r}" in err
     with seeded() as session:
