@@ -85,10 +85,6 @@ ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "m
                           "compare")
 """The controls in the calculator's "Advanced" section, which opens when one of them is set
 (a shared link with several GPUs or a sharding) or has an error (issue 18, point 4)."""
-QUANT_LABELS: Final = {
-    "": N_("bf16 (as released)"), "nf4-dq": N_("4-bit NF4, double quantisation"),
-    "nf4": N_("4-bit NF4"),
-}
 SHARDING_LABELS: Final = {
     "none": N_("None (data parallel)"), "zero1": N_("ZeRO-1 (optimizer states)"),
     "zero2": N_("ZeRO-2 (+ gradients)"), "zero3": N_("ZeRO-3 / FSDP (+ weights)"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -123,3 +124,35 @@ def test_the_engine_s_assumptions_and_lever_costs_are_translated(
     assert "<strong>Auf 8-Bit-AdamW wechseln</strong>" in body
     assert "etwa gleich schnell (8-Bit-Adam von bitsandbytes" in body
     assert "every figure is per GPU" not in body and "about the same speed" not in body
+
+
+def _code_texts() -> set[str]:
+    """Every string literal of the application's Python, every message its templates mark
+    (as the catalogs' extraction reads them) and every quoted string in a template (labels a
+    macro translates, such as a breakdown table's rows)."""
+    literals: set[str] = set()
+    for path in (ROOT / "app").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                literals.add(node.value)
+    for _file, _line, message, _comments, _context in extract_from_dir(
+        str(ROOT), [("app/templates/**.html", "jinja2")],
+        keywords={"_": None, "gettext": None, "ngettext": (1, 2)},
+    ):
+        literals.update([message] if isinstance(message, str) else message)
+    for path in (ROOT / "app" / "templates").rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        literals.update(a or b for a, b in re.findall(r'"([^"\\]+)"|\'([^\'\\]+)\'', text))
+    return literals
+
+
+def test_no_catalog_keeps_a_message_the_code_no_longer_has() -> None:
+    """tools/catalogs.py never drops an entry (domain messages reach the templates as data
+    and are not extractable), so a text that left the code would stay in the .po files for
+    ever: each msgid must still be a string in app/ or a template's text."""
+    texts = _code_texts()
+    for lang in ("de", "en"):
+        with (LOCALES_DIR / lang / "LC_MESSAGES" / "messages.po").open("rb") as handle:
+            ids = [m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id]
+        unused = sorted(i for i in ids if i not in texts)
+        assert unused == [], f"{lang}: delete these entries (the code no longer says them)"
