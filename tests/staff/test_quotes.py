@@ -172,6 +172,27 @@ def test_bad_line_input_is_422_beside_the_field_and_writes_nothing(
         assert session.scalar(select(func.count()).select_from(AuditLog)) == 0
 
 
+def test_a_comparison_card_is_refused_beside_the_field_in_german(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    """A comparison card (not sold by the shop) never becomes a quote line; the desk says so
+    beside the item field, in the staff member's language."""
+    client, token = staff_client(SALES)
+    request_quote(client)
+    reference = _reference(users)
+    _, version = _open(client, reference)
+    for lang, message in (("en", "a comparison card, not sold by the shop"),
+                          ("de", "eine Vergleichskarte, nicht bei uns erhältlich")):
+        client.headers["Accept-Language"] = lang
+        response = client.post(f"/staff/quotes/{reference}/lines",
+                               data={"csrf_token": token, "version": version, "quantity": "1",
+                                     "item_slug": "gpu:h200-sxm", "unit_price": "5"})
+        assert response.status_code == 422, (lang, response.status_code)
+        assert re.search(rf'id="err-item_slug" class="field-error">[^<]*{re.escape(message)}',
+                         response.text), (lang, message)
+    assert _lines(users) == []
+
+
 def test_stale_version_is_a_conflict_and_nothing_is_overwritten(
     staff_client: StaffClient, users: SessionFactory
 ) -> None:
