@@ -98,6 +98,8 @@ def job_for(step: Mapping[str, Any]) -> Job:
         "gradient_checkpointing": bool(step["ckpt"]),
         "attention": "eager" if step.get("attn") == "eager" else "sdpa",
         "expandable_segments": "expandable_segments:True" in str(step.get("alloc_conf") or ""),
+        # The step's optimizer: torch's fused AdamW unless the case names a bitsandbytes one.
+        "optimizer": str(step.get("opt", "adamw")),
     }
     if step["method"] == "full":
         precision = str(step.get("precision", "amp"))
