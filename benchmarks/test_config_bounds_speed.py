@@ -15,7 +15,7 @@ import pytest
 
 from app.catalog.seed import load_seed_catalog
 from app.engine import Job, estimate, parse_config
-from app.engine.model_types import SUPPORTED_MODEL_TYPES
+from app.engine.architectures.registry import SUPPORTED_MODEL_TYPES
 from app.estimates.service import gpu_spec
 from tests.engine.bounded_configs import at_bounds
 

@@ -29,7 +29,7 @@ from app.catalog import service as catalog_service
 from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS, ParamCounts
 from app.catalog.service import CatalogCache
 from app.db.tables import GpuSku, ModelCard, System
-from app.engine.model_types import parse_config
+from app.engine.architectures.registry import parse_config
 from app.engine.shapes import ShapeError
 from app.errors import Conflict, InvalidInput, NotFound
 

@@ -29,7 +29,7 @@ from app.catalog.schemas import (
     ParamCounts,
     SystemRecord,
 )
-from app.engine.model_types import parse_config
+from app.engine.architectures.registry import parse_config
 from app.engine.shapes import ShapeError
 from app.paths import SEED_DIR
 

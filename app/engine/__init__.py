@@ -5,10 +5,10 @@ Nothing here imports the web, the database, templates or any third-party package
 contracts in pyproject.toml and tests/engine/test_purity.py hold it to that.
 """
 
-from app.engine.approximate import shape_of
+from app.engine.architectures.approximate import shape_of
+from app.engine.architectures.registry import parse_config
 from app.engine.errors import EngineError
 from app.engine.estimate import ENGINE_VERSION, EstimateResult, GpuSpec, Job, estimate
-from app.engine.model_types import parse_config
 from app.engine.shapes import ModelShape
 
 __all__ = [

@@ -49,7 +49,7 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "litgpt_quantised_mixed": "LitGPT refuses 4-bit quantisation with mixed precision "
     "(\"Quantization and mixed precision is not supported.\"); its QLoRA trains in pure bf16: "
     "choose precision bf16",
-    # the model's config.json (app/engine/shapes.py)
+    # the model's config.json (app/engine/architectures/)
     "config_not_object": "expected a JSON object",
     "config_missing": "missing from the config",
     "model_type_unsupported": "%(value)s is not supported (supported: %(supported)s)",

@@ -28,8 +28,9 @@ from app.engine.activations import (
     bnb_saved_inputs_bytes_per_token,
     regime_for,
 )
-from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES
-from app.engine.arch_moe import MLA_MODEL_TYPES, SINK_MODEL_TYPES
+from app.engine.architectures.deepseek import MLA_MODEL_TYPES
+from app.engine.architectures.gemma4 import GEMMA4_MODEL_TYPES
+from app.engine.architectures.moe import SINK_MODEL_TYPES
 from app.engine.capabilities import capabilities
 from app.engine.checkpointing import Checkpointing, as_set
 from app.engine.errors import EngineError
@@ -414,7 +415,8 @@ class EstimateResult:
     """``assumptions`` as keys and values, for pages that translate them (not in the JSON)."""
     fidelity: Fidelity = "exact"
     """``exact``: the parameters counted as transformers builds the model; ``approximate``: a
-    model type no builder knows, counted from its standard fields (``approximate.py``)."""
+    model type no builder knows, counted from its standard fields
+    (``architectures/approximate.py``)."""
     approximated_from: tuple[str, ...] = ()
     """The config fields an approximate count was made from (empty when exact)."""
     recommendation: Recommendation | None = None

@@ -277,7 +277,8 @@ class ServingResult:
     engine_version: str
     model_type: str
     fidelity: str
-    """"exact", or "approximate" for a model type no builder knows (app/engine/approximate.py)."""
+    """"exact", or "approximate" for a model type no builder knows
+    (app/engine/architectures/approximate.py)."""
     runtime: str
     params: ServingParams
     kv_cache_bytes_per_token: int

@@ -21,7 +21,7 @@ The arithmetic follows vLLM's KV cache specs (``vllm/v1/kv_cache_interface.py`` 
 * Gemma 4: full-attention layers have their own key/value heads and head width
   (``num_global_key_value_heads``, ``global_head_dim``), and the last ``num_kv_shared_layers``
   layers read an earlier layer's cache and keep none (as vLLM's ``kv_sharing_target_layer_name``
-  layers allocate nothing; :func:`app.engine.arch_gemma4.cache_layers`). The per-kind page
+  layers allocate nothing; :func:`app.engine.architectures.gemma4.cache_layers`). The per-kind page
   sizes are taken as they are; vLLM's hybrid manager pads groups to one page size, which this
   leaves out.
 
@@ -36,17 +36,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from app.engine.arch_gemma4 import GEMMA4_MODEL_TYPES, cache_layers
-from app.engine.errors import EngineError
-from app.engine.shapes import (
+from app.engine.architectures.gemma4 import GEMMA4_MODEL_TYPES, cache_layers
+from app.engine.architectures.kit import (
     FIELD_BOUNDS,
     MAX_CONV_KERNEL,
     MAX_HEADS,
     MAX_LAYERS,
     MAX_POSITIONS,
     MAX_STATE_SIZE,
-    ModelShape,
 )
+from app.engine.errors import EngineError
+from app.engine.shapes import ModelShape
 
 BLOCK_TOKENS: Final = 16
 """Tokens per KV block (vLLM ``--block-size`` default 16, ``vllm/config/cache.py``)."""
@@ -264,7 +264,7 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
 
 def _gemma4_layout(cfg: _Reader) -> KvLayout:
     """Gemma 4: only the layers with their own keys and values hold a cache, the full ones
-    at their own heads and width (:func:`app.engine.arch_gemma4.cache_layers`); a window of
+    at their own heads and width (:func:`app.engine.architectures.gemma4.cache_layers`); a window of
     ``Gemma4TextConfig``'s default 512 where the config names none."""
     layers = cache_layers(cfg.raw)
     window = cfg.optional("sliding_window") or GEMMA4_WINDOW

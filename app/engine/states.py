@@ -57,7 +57,7 @@ MOE_LORAS: tuple[MoeLora, ...] = ("fused", "per-expert")
 """How LoRA adapts a mixture of experts. ``fused`` (the default): as PEFT 0.21 builds it on
 transformers 5, whose experts are fused 3-D tensors: it adapts each fused tensor per expert, the
 fused gate/up at rank 2r, and skips what its conversion table remaps (``LinearSpec.lora_target``;
-app/engine/arch_moe.py). ``per-expert``: one adapter of rank r on every expert's gate, up and
+architectures/moe.py). ``per-expert``: one adapter of rank r on every expert's gate, up and
 down projection and on every other block linear layer, as PEFT built it on transformers 4's
 one-module-per-expert layout (and as most other training stacks do). Dense models: the same.
 The convention is the layout: under QLoRA ``fused`` experts and routers stay 16-bit (fp32 after

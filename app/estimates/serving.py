@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
 from app.config import SEED_DIR
 from app.engine import EngineError, ModelShape, parse_config
-from app.engine.approximate import shape_of
+from app.engine.architectures.approximate import shape_of
 from app.engine.serving import (
     DECODE_EFFICIENCY,
     ServingFit,

@@ -10,9 +10,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.config import STATIC_DIR, Settings
+from app.engine.architectures.registry import SUPPORTED_MODEL_TYPES
 from app.engine.documentation import TERMS
 from app.engine.estimate import ENGINE_VERSION
-from app.engine.model_types import SUPPORTED_MODEL_TYPES
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path
 from app.html.templating import render

@@ -15,7 +15,7 @@ from app.catalog.seed import SeedError, read_seed, seed_database
 from app.config import SEED_DIR
 from app.db.session import SessionFactory
 from app.db.tables import CatalogRevision, GpuSku, ModelCard, System
-from app.engine.model_types import parse_config
+from app.engine.architectures.registry import parse_config
 
 MiB = 1024**2
 COMPARISON_GPUS = {

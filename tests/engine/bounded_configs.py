@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.model_types import SUPPORTED_MODEL_TYPES
-from app.engine.shapes import FIELD_BOUNDS
+from app.engine.architectures.kit import FIELD_BOUNDS
+from app.engine.architectures.registry import SUPPORTED_MODEL_TYPES
 
-# The fields each builder reads, besides model_type (see the builders in app/engine/shapes.py).
+# The fields each builder reads, besides model_type (see the builders in app/engine/architectures/).
 _COMMON = (
     "num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size",
     "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings",
@@ -57,7 +57,7 @@ VISION_FIELDS: dict[str, tuple[str, ...]] = {
 }
 VISION_FIELDS["qwen3_5_moe"] = VISION_FIELDS["qwen3_5"]
 VISION_FIELDS["qwen3_vl"] = VISION_FIELDS["qwen3_vl_moe"] = VISION_FIELDS["qwen3_5"]
-# Gemma 4 (app/engine/arch_gemma4.py): the second attention width, per-layer embeddings and the
+# Gemma 4 (architectures/gemma4.py): the second attention width, per-layer embeddings and the
 # experts beside the MLP; its vision and audio towers. num_kv_shared_layers and
 # num_global_key_value_heads follow the layers and kv heads (config_at), as they must.
 FIELDS["gemma4_text"] = (*_COMMON, "global_head_dim", "hidden_size_per_layer_input",
@@ -81,7 +81,7 @@ for _nested, _text in TEXT_FIELDS.items():
         (*_text, *VISION_FIELDS[_nested], *AUDIO_FIELDS.get(_nested, ()),
          *TOP_FIELDS.get(_nested, ()))
     ))
-# app/engine/arch_moe.py: multi-head latent attention reads no kv heads or head_dim.
+# app/engine/architectures/deepseek.py: multi-head latent attention reads no kv heads or head_dim.
 _MLA = (
     "num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
     "max_position_embeddings", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",

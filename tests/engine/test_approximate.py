@@ -11,8 +11,9 @@ import pytest
 
 from app.config import SEED_DIR
 from app.engine import EngineError, GpuSpec, Job, estimate, parse_config, shape_of
-from app.engine.approximate import STANDARD_FIELDS
-from app.engine.shapes import FIELD_BOUNDS, ShapeError
+from app.engine.architectures.approximate import STANDARD_FIELDS
+from app.engine.architectures.kit import FIELD_BOUNDS
+from app.engine.shapes import ShapeError
 from tests.engine.bounded_configs import ORDINARY, config_at, one_at_bound
 from tests.engine.test_config_bounds import BRANCH_ALLOWANCE, engine_line_events
 

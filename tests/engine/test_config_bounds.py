@@ -25,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, GpuSpec, Job, estimate, parse_config
-from app.engine.model_types import SUPPORTED_MODEL_TYPES
-from app.engine.shapes import FIELD_BOUNDS, sparse_layer_count
+from app.engine.architectures.kit import FIELD_BOUNDS, sparse_layer_count
+from app.engine.architectures.registry import SUPPORTED_MODEL_TYPES
 from tests.engine.bounded_configs import (
     FIELDS,
     ORDINARY,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from app.engine import Job, estimate
+from app.engine.architectures.registry import parse_config
 from app.engine.errors import ERROR_TEXTS, EngineError
-from app.engine.model_types import parse_config
 from app.engine.shapes import ShapeError
 from tests.engine.reference import reference_shape
 from tests.engine.test_validation import BAD_JOBS

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from app.engine.architectures.registry import parse_config
 from app.engine.errors import EngineError
-from app.engine.model_types import parse_config
 from app.engine.states import LoraSetup, lora_trainable_params
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"

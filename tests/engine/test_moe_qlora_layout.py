@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from app.engine.architectures.registry import parse_config
 from app.engine.estimate import Job, assumption_items, estimate
-from app.engine.model_types import parse_config
 from app.engine.states import (
     KBIT_PREPARED_BYTES,
     LoraSetup,

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from app.engine import serving as engine
+from app.engine.architectures.registry import parse_config
 from app.engine.errors import EngineError
-from app.engine.model_types import parse_config
 from app.engine.serving import GIB, ServingGpu, ServingJob, serving_estimate
 from app.engine.serving_kv import kv_layout
 from app.engine.serving_weights import (
@@ -198,7 +198,7 @@ def test_a_serving_estimate_does_the_same_work_whatever_the_layer_count() -> Non
 
 
 def test_a_multimodal_checkpoint_loads_its_vision_tower_too() -> None:
-    from app.engine.approximate import shape_of
+    from app.engine.architectures.approximate import shape_of
 
     loaded = json.loads((ROOT / "tests/fixtures/hf_configs/gemma-3-27b-it.json").read_text())
     shape = shape_of(loaded)

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from app.engine.approximate import shape_of
+from app.engine.architectures.approximate import shape_of
+from app.engine.architectures.kit import FIELD_BOUNDS
 from app.engine.errors import EngineError
 from app.engine.serving_kv import BLOCK_TOKENS, KV_FIELD_BOUNDS, kv_layout
-from app.engine.shapes import FIELD_BOUNDS
 
 ROOT = Path(__file__).resolve().parents[2]
 

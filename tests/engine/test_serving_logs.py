@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from app.config import SEED_DIR
-from app.engine.approximate import shape_of
+from app.engine.architectures.approximate import shape_of
 from app.engine.serving import (
     GIB,
     KV_DTYPE_BYTES,

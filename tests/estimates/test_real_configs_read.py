@@ -18,8 +18,8 @@ from typing import Any
 
 from app.catalog import inline_config
 from app.catalog.inline_config import read_config_bytes
-from app.engine.approximate import shape_of
-from app.engine.model_types import parse_config
+from app.engine.architectures.approximate import shape_of
+from app.engine.architectures.registry import parse_config
 from app.engine.states import LoraSetup, lora_trainable_params
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"

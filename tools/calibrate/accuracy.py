@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.engine.architectures.registry import parse_config
 from app.engine.estimate import ENGINE_VERSION, Job, estimate
-from app.engine.model_types import parse_config
 from app.engine.shapes import ModelShape
 from tools.calibrate import h200
 

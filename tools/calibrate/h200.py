@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from app.engine.architectures.registry import parse_config
 from app.engine.estimate import Job, estimate
-from app.engine.model_types import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS_PATH = ROOT / "tests" / "fixtures" / "h200_steps" / "h200-steps.json"

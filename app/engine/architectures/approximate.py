@@ -1,4 +1,4 @@
-"""An approximate shape for a model type no builder in ``shapes.py`` knows.
+"""An approximate shape for a model type no builder in this package knows.
 
 Why: a new architecture appears every month, and a customer who pastes its config.json (or
 names its repository) should get an answer, marked as approximate, rather than a refusal.
@@ -7,7 +7,7 @@ Nearly every decoder-only model since Llama keeps the same standard fields in it
 Granite, EXAONE, InternLM, OLMo, SmolLM and others): ``hidden_size``, ``num_hidden_layers``,
 ``num_attention_heads``, ``num_key_value_heads`` (absent: as many as the attention heads, the
 ``LlamaConfig`` default), ``intermediate_size`` and ``vocab_size``. From those the model is
-counted as the Llama layout (:func:`shapes._dense_swiglu`'s: separate q/k/v/o projections
+counted as the Llama layout (:func:`llama.dense_swiglu`'s: separate q/k/v/o projections
 without biases, a gated MLP, two RMSNorms per layer and a final one, ``head_dim`` as given or
 ``hidden_size / num_attention_heads``, the output head tied only when
 ``tie_word_embeddings`` says so). When the config names experts (``num_local_experts``,
@@ -42,20 +42,17 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
-from app.engine.model_types import parse_config
-from app.engine.shapes import (
-    Approximation,
-    LinearSpec,
-    ModelShape,
-    ShapeError,
-    _assemble,
-    _attention_dims,
-    _Config,
-    _experts_per_token,
-    _gated_mlp,
-    _separate_attention,
+from app.engine.architectures.kit import (
+    Config,
+    assemble,
+    attention_dims,
+    experts_per_token,
+    gated_mlp,
+    separate_attention,
     sparse_layer_count,
 )
+from app.engine.architectures.registry import parse_config
+from app.engine.shapes import Approximation, LinearSpec, ModelShape, ShapeError
 
 STANDARD_FIELDS: Final = (
     "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
@@ -99,7 +96,7 @@ are under 30 characters)."""
 def shape_of(config: Mapping[str, object]) -> ModelShape:
     """The exact shape when a builder knows the model type, else :func:`approximate_shape`.
 
-    Every other refusal of :func:`~app.engine.model_types.parse_config` (a missing or bad field of a
+    Every other refusal of :func:`~app.engine.architectures.registry.parse_config` (a missing or bad field of a
     known type, no ``model_type`` at all) stands."""
     try:
         return parse_config(config)
@@ -133,7 +130,7 @@ def approximate_shape(config: Mapping[str, object]) -> ModelShape:
             raise ShapeError(name, "approximate_missing", value=f"'{model_type}'",
                              needed=", ".join(STANDARD_FIELDS))
     try:
-        shape, used, missing = _count(_Config(merged), model_type)
+        shape, used, missing = _count(Config(merged), model_type)
     except ShapeError as error:
         raise ShapeError(path(error.field), error.key, **error.params) from error
     fields = tuple(path(name) for name in (*STANDARD_FIELDS, *OPTIONAL_FIELDS, *used)
@@ -144,21 +141,21 @@ def approximate_shape(config: Mapping[str, object]) -> ModelShape:
     return replace(shape, approximation=Approximation(model_type, fields, missing))
 
 
-def _count(cfg: _Config, model_type: str,
+def _count(cfg: Config, model_type: str,
            ) -> tuple[ModelShape, tuple[str, ...], tuple[str, ...]]:
     """The shape, the expert fields read (none for a dense model) and the parts it could not
     account for (:data:`MISSING_EXPERTS`, :data:`MISSING_TIE`)."""
-    att = _attention_dims(cfg)
+    att = attention_dims(cfg)
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
-    linears = _separate_attention(att, layers, qkv_bias=False, o_bias=False)
+    linears = separate_attention(att, layers, qkv_bias=False, o_bias=False)
     experts_field = next((f for f in EXPERT_FIELDS if cfg.raw.get(f) not in (None, 0)), None)
     used: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     experts = active = moe_intermediate = 0
     if experts_field is not None and cfg.raw.get("num_experts_per_tok") is not None:
         experts = cfg.integer(experts_field)
-        active = _experts_per_token(cfg, experts, experts_field)
+        active = experts_per_token(cfg, experts, experts_field)
         moe_intermediate = cfg.integer("moe_intermediate_size", default=intermediate)
         sparse, dense_field = _sparse_layers(cfg, layers)
         shared_field = next((f for f in SHARED_EXPERT_FIELDS if cfg.raw.get(f) not in (None, 0)),
@@ -170,19 +167,19 @@ def _count(cfg: _Config, model_type: str,
                 *((shared_field,) if shared_field else ("n_shared_experts",) if shared else ()))
         if sparse:
             linears.append(LinearSpec("gate", "router", att.hidden, experts, sparse))
-            linears += _gated_mlp(att.hidden, moe_intermediate, sparse, copies=experts,
+            linears += gated_mlp(att.hidden, moe_intermediate, sparse, copies=experts,
                                   active=active)
         if shared and sparse:
-            linears += _gated_mlp(att.hidden, shared, sparse)
+            linears += gated_mlp(att.hidden, shared, sparse)
         if layers - sparse:
-            linears += _gated_mlp(att.hidden, intermediate, layers - sparse)
+            linears += gated_mlp(att.hidden, intermediate, layers - sparse)
     else:
         if experts_field is not None:
             missing = (MISSING_EXPERTS,)
-        linears += _gated_mlp(att.hidden, intermediate, layers)
+        linears += gated_mlp(att.hidden, intermediate, layers)
     if cfg.raw.get("tie_word_embeddings") is None:
         missing = (*missing, MISSING_TIE)
-    shape = _assemble(
+    shape = assemble(
         cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=(2 * layers + 1) * att.hidden, norms_per_layer=2,
         tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,
@@ -191,7 +188,7 @@ def _count(cfg: _Config, model_type: str,
     return shape, used, missing
 
 
-def _sparse_layers(cfg: _Config, layers: int) -> tuple[int, str | None]:
+def _sparse_layers(cfg: Config, layers: int) -> tuple[int, str | None]:
     """Layers holding experts, and the field that said which are dense (None: every layer):
     DeepSeek's ``first_k_dense_replace``, Qwen-MoE's ``mlp_only_layers`` (with
     ``decoder_sparse_step``), or a per-layer 0/1 ``moe_layer_freq`` list (MiMo)."""

@@ -18,17 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Final
 
-from app.engine import arch_hybrid
-from app.engine.shapes import (
-    ModelShape,
-    ShapeError,
-    _Config,
-    _dense_swiglu,
-    _gemma,
-    _llama_biases,
-    _qwen3_biases,
-    _qwen3_moe,
-)
+from app.engine.architectures import hybrid
+from app.engine.architectures.gemma import gemma2_or_3
+from app.engine.architectures.kit import Config
+from app.engine.architectures.llama import dense_swiglu, llama_biases
+from app.engine.architectures.qwen import qwen3_biases, qwen3_moe
+from app.engine.shapes import ModelShape, ShapeError
 
 GEMMA3_TEXT_DEFAULTS: Final[Mapping[str, object]] = {
     "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
@@ -61,7 +56,7 @@ MISTRAL3_MERGE: Final = 2
 """``Mistral3Config.spatial_merge_size`` default."""
 
 
-def _sub(config: Mapping[str, object], name: str) -> Mapping[str, object]:
+def sub_config(config: Mapping[str, object], name: str) -> Mapping[str, object]:
     value = config.get(name)
     if value is None:
         return {}
@@ -70,18 +65,18 @@ def _sub(config: Mapping[str, object], name: str) -> Mapping[str, object]:
     return value
 
 
-def _with_defaults(sub: Mapping[str, object], defaults: Mapping[str, object]) -> _Config:
-    return _Config({**defaults, **{k: v for k, v in sub.items() if v is not None}})
+def with_defaults(sub: Mapping[str, object], defaults: Mapping[str, object]) -> Config:
+    return Config({**defaults, **{k: v for k, v in sub.items() if v is not None}})
 
 
-def _text(cfg: _Config) -> Mapping[str, object]:
-    text = _sub(cfg.raw, "text_config")
+def _text(cfg: Config) -> Mapping[str, object]:
+    text = sub_config(cfg.raw, "text_config")
     if not text:
         raise ShapeError("text_config", "config_missing")
     return text
 
 
-def siglip_params(vision: _Config, text_hidden: int) -> int:
+def siglip_params(vision: Config, text_hidden: int) -> int:
     """SigLIP vision model (its pooling head only where ``vision_use_head``; Gemma 3 has none) and
     Gemma 3's projector (an hidden x text-hidden matrix and an RMSNorm)."""
     h = vision.integer("hidden_size")
@@ -97,7 +92,7 @@ def siglip_params(vision: _Config, text_hidden: int) -> int:
     return embed + layers * layer + 2 * h + head + (h * text_hidden + h)
 
 
-def pixtral_params(vision: _Config, text_hidden: int, merge: int, projector_bias: bool) -> int:
+def pixtral_params(vision: Config, text_hidden: int, merge: int, projector_bias: bool) -> int:
     """Pixtral vision encoder (bias-free conv patches, RMSNorms, SwiGLU) and Mistral 3's
     projector (RMSNorm, patch merger, two linears)."""
     h = vision.integer("hidden_size")
@@ -111,7 +106,7 @@ def pixtral_params(vision: _Config, text_hidden: int, merge: int, projector_bias
     return embed + layers * layer + projector
 
 
-def qwen_vision_params(vision: _Config) -> int:
+def qwen_vision_params(vision: Config) -> int:
     """Qwen3.5's ViT: 3-D conv patches with bias, learned positions, LayerNorm blocks with a
     GELU MLP, and the patch merger to ``out_hidden_size``."""
     h = vision.integer("hidden_size")
@@ -127,7 +122,7 @@ def qwen_vision_params(vision: _Config) -> int:
     return embed + depth * block + merger
 
 
-def qwen3_vl_vision_params(vision: _Config) -> int:
+def qwen3_vl_vision_params(vision: Config) -> int:
     """Qwen3-VL's ViT (``modeling_qwen3_vl``, transformers 5.25): Qwen3.5's
     (:func:`qwen_vision_params`) and one more patch merger per ``deepstack_visual_indexes``
     entry, whose LayerNorm acts on the merged width (``use_postshuffle_norm``)."""
@@ -142,7 +137,7 @@ def qwen3_vl_vision_params(vision: _Config) -> int:
     return qwen_vision_params(vision) + len(deepstack) * merger
 
 
-def _tied(shape: ModelShape, cfg: _Config, default: bool) -> ModelShape:
+def _tied(shape: ModelShape, cfg: Config, default: bool) -> ModelShape:
     """The checkpoint's own ``tie_word_embeddings`` decides whether lm_head shares the
     embedding (transformers 5 reads the top-level flag: ``Gemma3Config`` and ``Mistral3Config``
     default to True, ``Qwen3_5Config`` to False), whatever ``text_config`` says."""
@@ -151,49 +146,49 @@ def _tied(shape: ModelShape, cfg: _Config, default: bool) -> ModelShape:
     return replace(shape, tied_embeddings=tied, split=replace(shape.split, lm_head=head))
 
 
-def gemma3(cfg: _Config) -> ModelShape:
-    text = _with_defaults(_text(cfg), GEMMA3_TEXT_DEFAULTS)
-    shape = _tied(_gemma(text, "gemma3", qk_norm=True), cfg, True)
-    vision = _with_defaults(_sub(cfg.raw, "vision_config"), SIGLIP_DEFAULTS)
+def gemma3(cfg: Config) -> ModelShape:
+    text = with_defaults(_text(cfg), GEMMA3_TEXT_DEFAULTS)
+    shape = _tied(gemma2_or_3(text, "gemma3", qk_norm=True), cfg, True)
+    vision = with_defaults(sub_config(cfg.raw, "vision_config"), SIGLIP_DEFAULTS)
     return replace(shape, tower_params=siglip_params(vision, shape.hidden_size))
 
 
-def mistral3(cfg: _Config) -> ModelShape:
-    text = _Config(_text(cfg))
-    shape = _tied(_dense_swiglu(text, "mistral3", biases=_llama_biases), cfg, True)
-    vision = _with_defaults(_sub(cfg.raw, "vision_config"), PIXTRAL_DEFAULTS)
+def mistral3(cfg: Config) -> ModelShape:
+    text = Config(_text(cfg))
+    shape = _tied(dense_swiglu(text, "mistral3", biases=llama_biases), cfg, True)
+    vision = with_defaults(sub_config(cfg.raw, "vision_config"), PIXTRAL_DEFAULTS)
     merge = cfg.integer("spatial_merge_size", default=MISTRAL3_MERGE)
     tower = pixtral_params(vision, shape.hidden_size, merge,
                            cfg.flag("multimodal_projector_bias", False))
     return replace(shape, tower_params=tower)
 
 
-def _qwen3_5(text_builder: Callable[[_Config], ModelShape]) -> Callable[[_Config], ModelShape]:
-    def build(cfg: _Config) -> ModelShape:
-        shape = _tied(text_builder(_Config(_text(cfg))), cfg, False)
+def _qwen3_5(text_builder: Callable[[Config], ModelShape]) -> Callable[[Config], ModelShape]:
+    def build(cfg: Config) -> ModelShape:
+        shape = _tied(text_builder(Config(_text(cfg))), cfg, False)
         if "vision_config" not in cfg.raw:
             return shape
-        vision = _with_defaults(_sub(cfg.raw, "vision_config"), QWEN_VISION_DEFAULTS)
+        vision = with_defaults(sub_config(cfg.raw, "vision_config"), QWEN_VISION_DEFAULTS)
         return replace(shape, tower_params=qwen_vision_params(vision))
     return build
 
 
-qwen3_5: Callable[[_Config], ModelShape] = _qwen3_5(arch_hybrid.qwen3_5_text)
-qwen3_5_moe: Callable[[_Config], ModelShape] = _qwen3_5(arch_hybrid.qwen3_5_moe_text)
+qwen3_5: Callable[[Config], ModelShape] = _qwen3_5(hybrid.qwen3_5_text)
+qwen3_5_moe: Callable[[Config], ModelShape] = _qwen3_5(hybrid.qwen3_5_moe_text)
 
 
-def _qwen3_vl(text_builder: Callable[[_Config], ModelShape]) -> Callable[[_Config], ModelShape]:
+def _qwen3_vl(text_builder: Callable[[Config], ModelShape]) -> Callable[[Config], ModelShape]:
     """Qwen3-VL (``qwen3_vl``, ``qwen3_vl_moe``, transformers 5.25): a Qwen3 or Qwen3-MoE text
     model (``text_config``) and the ViT of :func:`qwen3_vl_vision_params`; the top-level
     ``tie_word_embeddings`` decides (``Qwen3VLConfig`` and ``Qwen3VLMoeConfig``: False)."""
-    def build(cfg: _Config) -> ModelShape:
-        shape = _tied(text_builder(_Config(_text(cfg))), cfg, False)
-        vision = _with_defaults(_sub(cfg.raw, "vision_config"), QWEN3_VL_VISION_DEFAULTS)
+    def build(cfg: Config) -> ModelShape:
+        shape = _tied(text_builder(Config(_text(cfg))), cfg, False)
+        vision = with_defaults(sub_config(cfg.raw, "vision_config"), QWEN3_VL_VISION_DEFAULTS)
         return replace(shape, tower_params=qwen3_vl_vision_params(vision))
     return build
 
 
-qwen3_vl: Callable[[_Config], ModelShape] = _qwen3_vl(
-    lambda text: _dense_swiglu(text, "qwen3_vl", biases=_qwen3_biases, qk_norm=True))
-qwen3_vl_moe: Callable[[_Config], ModelShape] = _qwen3_vl(
-    lambda text: _qwen3_moe(text, "qwen3_vl_moe", peft_fused=False))
+qwen3_vl: Callable[[Config], ModelShape] = _qwen3_vl(
+    lambda text: dense_swiglu(text, "qwen3_vl", biases=qwen3_biases, qk_norm=True))
+qwen3_vl_moe: Callable[[Config], ModelShape] = _qwen3_vl(
+    lambda text: qwen3_moe(text, "qwen3_vl_moe", peft_fused=False))

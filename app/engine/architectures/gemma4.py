@@ -47,16 +47,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
-from app.engine.arch_multimodal import _sub, _with_defaults
-from app.engine.shapes import (
-    LinearSpec,
-    ModelShape,
-    ParamSplit,
-    ShapeError,
-    _assemble,
-    _Attention,
-    _Config,
-)
+from app.engine.architectures.kit import Attention, Config, assemble
+from app.engine.architectures.multimodal import sub_config, with_defaults
+from app.engine.shapes import LinearSpec, ModelShape, ParamSplit, ShapeError
 
 TEXT_DEFAULTS: Final[Mapping[str, object]] = {
     "vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216,
@@ -108,7 +101,7 @@ class _Kinds:
     sliding_shared: int
 
 
-def _layer_kinds(cfg: _Config, layers: int, shared: int) -> _Kinds:
+def _layer_kinds(cfg: Config, layers: int, shared: int) -> _Kinds:
     """Full and sliding layers among those computing their own keys and values and among the
     last ``shared`` ones, which reuse an earlier layer's (``Gemma4TextConfig.kv_sharing_modes``:
     each kind that is shared must have a layer of its own before the first shared one)."""
@@ -159,7 +152,7 @@ def cache_layers(config: Mapping[str, object]) -> CacheLayers:
     its missing fields at ``Gemma4TextConfig``'s defaults. With ``attention_k_eq_v`` the full
     layers' values are their keys' projection, but keys (normed and rotated) and values (normed
     only) are different tensors and both are cached."""
-    cfg = _with_defaults(config, TEXT_DEFAULTS)
+    cfg = with_defaults(config, TEXT_DEFAULTS)
     layers = cfg.integer("num_hidden_layers")
     shared = cfg.count("num_kv_shared_layers")
     if shared > layers:
@@ -172,7 +165,7 @@ def cache_layers(config: Mapping[str, object]) -> CacheLayers:
                        global_kv or kv_heads, cfg.integer("global_head_dim"))
 
 
-def _attention(cfg: _Config, att: _Attention, kinds: _Kinds) -> tuple[list[LinearSpec], int]:
+def _attention(cfg: Config, att: Attention, kinds: _Kinds) -> tuple[list[LinearSpec], int]:
     """q/k/v/o of the four groups of layers and their q/k norms (v_norm has no weight)."""
     bias = cfg.flag("attention_bias", False)
     global_dim = cfg.integer("global_head_dim")
@@ -211,15 +204,15 @@ def _mlp(hidden: int, width: int, layers: int) -> list[LinearSpec]:
     ]
 
 
-def gemma4_text(cfg: _Config) -> ModelShape:
+def gemma4_text(cfg: Config) -> ModelShape:
     """The language model (module docstring)."""
-    cfg = _with_defaults(cfg.raw, TEXT_DEFAULTS)
+    cfg = with_defaults(cfg.raw, TEXT_DEFAULTS)
     hidden = cfg.integer("hidden_size")
     heads = cfg.integer("num_attention_heads")
     kv_heads = cfg.integer("num_key_value_heads")
     if heads % kv_heads:
         raise ShapeError("num_key_value_heads", "kv_heads_divide")
-    att = _Attention(hidden, heads, kv_heads, cfg.integer("head_dim"))
+    att = Attention(hidden, heads, kv_heads, cfg.integer("head_dim"))
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
     shared = cfg.count("num_kv_shared_layers")
@@ -260,7 +253,7 @@ def gemma4_text(cfg: _Config) -> ModelShape:
         ]
         norms += 3 * layers * hidden
         other = layers * (hidden + experts)  # the router's scale and per_expert_scale
-    shape = _assemble(
+    shape = assemble(
         cfg, model_type="gemma4_text", att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=norms, norms_per_layer=4, qk_norm=True,
         tied=cfg.flag("tie_word_embeddings", True), extra_embedding=extra_embedding,
@@ -270,7 +263,7 @@ def gemma4_text(cfg: _Config) -> ModelShape:
     return replace(shape, split=replace(shape.split, other=shape.split.other + other))
 
 
-def vision_params(vision: _Config, text_hidden: int) -> int:
+def vision_params(vision: Config, text_hidden: int) -> int:
     """The vision encoder and its embedder (``embed_vision``: hidden -> text hidden, a norm
     without weight)."""
     h = vision.integer("hidden_size")
@@ -286,7 +279,7 @@ def vision_params(vision: _Config, text_hidden: int) -> int:
     return embed + vision.integer("num_hidden_layers") * layer + h * text_hidden
 
 
-def audio_params(audio: _Config, text_hidden: int) -> int:
+def audio_params(audio: Config, text_hidden: int) -> int:
     """The audio encoder, its output projection (with bias) and its embedder."""
     h = audio.integer("hidden_size")
     heads = audio.integer("num_attention_heads")
@@ -315,17 +308,17 @@ def _channels(value: object) -> tuple[int, int]:
                      kinds=f"a whole number from 1 to {MAX_AUDIO_CHANNELS:,}")
 
 
-def _tower(cfg: _Config, name: str, defaults: Mapping[str, object]) -> _Config | None:
+def _tower(cfg: Config, name: str, defaults: Mapping[str, object]) -> Config | None:
     """A tower's config at its class's defaults; None where the checkpoint has none (null)."""
     if cfg.raw.get(name) is None:
         return None
-    return _with_defaults(_sub(cfg.raw, name), defaults)
+    return with_defaults(sub_config(cfg.raw, name), defaults)
 
 
-def gemma4(cfg: _Config) -> ModelShape:
+def gemma4(cfg: Config) -> ModelShape:
     """The whole checkpoint: the language model from ``text_config``, the towers beside it;
     the top-level ``tie_word_embeddings`` (default True) decides lm_head."""
-    shape = replace(gemma4_text(_Config(_sub(cfg.raw, "text_config"))), model_type="gemma4")
+    shape = replace(gemma4_text(Config(sub_config(cfg.raw, "text_config"))), model_type="gemma4")
     tied = cfg.flag("tie_word_embeddings", True)
     head = 0 if tied else shape.vocab_size * shape.hidden_size
     split: ParamSplit = replace(shape.split, lm_head=head)

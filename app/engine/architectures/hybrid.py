@@ -26,19 +26,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from app.engine.shapes import (
+from app.engine.architectures.kit import (
     MAX_LAYERS,
-    LinearSpec,
-    MixerLayers,
-    ModelShape,
-    ShapeError,
-    _assemble,
-    _Attention,
-    _Config,
-    _experts_per_token,
-    _gated_mlp,
+    Attention,
+    Config,
+    assemble,
+    experts_per_token,
+    gated_mlp,
     sparse_layer_count,
 )
+from app.engine.shapes import LinearSpec, MixerLayers, ModelShape, ShapeError
 
 FULL_ATTENTION_INTERVAL: Final = 4
 """``Qwen3NextConfig``/``Qwen3_5TextConfig``: without ``layer_types`` every fourth layer is full
@@ -58,7 +55,7 @@ NEMOTRON_DEFAULTS: Final = {
 """``NemotronHConfig`` defaults of the sizes a released config might leave out."""
 
 
-def _qwen_layer_kinds(cfg: _Config, layers: int) -> int:
+def _qwen_layer_kinds(cfg: Config, layers: int) -> int:
     """How many layers are full attention; the others are Gated DeltaNet. Counted with
     ``list.count`` (no Python loop over the layers: ``tests/engine/test_config_bounds.py``)."""
     types = cfg.raw.get("layer_types")
@@ -76,7 +73,7 @@ def _qwen_layer_kinds(cfg: _Config, layers: int) -> int:
     return full
 
 
-def _gated_delta_net(cfg: _Config, hidden: int, layers: int, *, split_proj: bool
+def _gated_delta_net(cfg: Config, hidden: int, layers: int, *, split_proj: bool
                      ) -> tuple[list[LinearSpec], int, int, MixerLayers]:
     """Gated DeltaNet layers: their linears, norm params and other params.
 
@@ -113,7 +110,7 @@ def _gated_delta_net(cfg: _Config, hidden: int, layers: int, *, split_proj: bool
     return linears, norm, other, mixer
 
 
-def _qwen_hybrid(cfg: _Config, model_type: str, *, moe: bool, peft_fused: bool,
+def _qwen_hybrid(cfg: Config, model_type: str, *, moe: bool, peft_fused: bool,
                  split_proj: bool) -> ModelShape:
     """Qwen3-Next / Qwen3.5 (dense or MoE) text model (module docstring)."""
     hidden = cfg.integer("hidden_size")
@@ -121,7 +118,7 @@ def _qwen_hybrid(cfg: _Config, model_type: str, *, moe: bool, peft_fused: bool,
     kv_heads = cfg.integer("num_key_value_heads")
     if heads % kv_heads:
         raise ShapeError("num_key_value_heads", "kv_heads_divide")
-    att = _Attention(hidden, heads, kv_heads, cfg.integer("head_dim", default=QWEN_HEAD_DIM))
+    att = Attention(hidden, heads, kv_heads, cfg.integer("head_dim", default=QWEN_HEAD_DIM))
     layers = cfg.integer("num_hidden_layers")
     full = _qwen_layer_kinds(cfg, layers)
     linear_layers = layers - full
@@ -144,7 +141,7 @@ def _qwen_hybrid(cfg: _Config, model_type: str, *, moe: bool, peft_fused: bool,
         else 0
     if moe:
         experts = cfg.integer("num_experts")
-        active = _experts_per_token(cfg, experts, "num_experts")
+        active = experts_per_token(cfg, experts, "num_experts")
         moe_width = cfg.integer("moe_intermediate_size")
         shared = cfg.integer("shared_expert_intermediate_size")
         sparse = layers  # Qwen3.5-MoE: every layer sparse (no mlp_only_layers, no step)
@@ -156,12 +153,12 @@ def _qwen_hybrid(cfg: _Config, model_type: str, *, moe: bool, peft_fused: bool,
             linears += _moe_block(hidden, experts, active, moe_width, shared, sparse,
                                   peft_fused=peft_fused)
         if dense:
-            linears += _gated_mlp(hidden, intermediate, dense)
+            linears += gated_mlp(hidden, intermediate, dense)
             if peft_fused:  # PEFT moved gate_proj/up_proj/down_proj onto the fused experts
                 linears[-3:] = [_unadapted(s) for s in linears[-3:]]
     else:
-        linears += _gated_mlp(hidden, intermediate, layers)
-    shape = _assemble(
+        linears += gated_mlp(hidden, intermediate, layers)
+    shape = assemble(
         cfg, model_type=model_type, att=att, intermediate=intermediate or moe_width,
         layers=layers, linears=linears, norm_params=norms, norms_per_layer=2, qk_norm=True,
         tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,
@@ -202,19 +199,19 @@ def _with_other(shape: ModelShape, other: int) -> ModelShape:
     return replace(shape, split=replace(shape.split, other=shape.split.other + other))
 
 
-def qwen3_next(cfg: _Config) -> ModelShape:
+def qwen3_next(cfg: Config) -> ModelShape:
     return _qwen_hybrid(cfg, "qwen3_next", moe=True, peft_fused=True, split_proj=False)
 
 
-def qwen3_5_text(cfg: _Config) -> ModelShape:
+def qwen3_5_text(cfg: Config) -> ModelShape:
     return _qwen_hybrid(cfg, "qwen3_5", moe=False, peft_fused=False, split_proj=True)
 
 
-def qwen3_5_moe_text(cfg: _Config) -> ModelShape:
+def qwen3_5_moe_text(cfg: Config) -> ModelShape:
     return _qwen_hybrid(cfg, "qwen3_5_moe", moe=True, peft_fused=False, split_proj=True)
 
 
-def _nemotron_blocks(cfg: _Config) -> dict[str, int]:
+def _nemotron_blocks(cfg: Config) -> dict[str, int]:
     """How many blocks of each kind, from ``hybrid_override_pattern`` or ``layers_block_type``
     (``str.count``/``list.count``: no Python loop over the layers)."""
     pattern = cfg.raw.get("hybrid_override_pattern")
@@ -241,7 +238,7 @@ def _nemotron_blocks(cfg: _Config) -> dict[str, int]:
     return count
 
 
-def nemotron_h(cfg: _Config) -> ModelShape:
+def nemotron_h(cfg: Config) -> ModelShape:
     """Nemotron-H: a stack of blocks, each one RMSNorm and one mixer: Mamba-2 (``M``), attention
     (``*``), a squared-ReLU MLP (``-``) or a mixture of non-gated experts (``E``)."""
     count = _nemotron_blocks(cfg)
@@ -251,7 +248,7 @@ def nemotron_h(cfg: _Config) -> ModelShape:
     kv_heads = cfg.integer("num_key_value_heads", default=NEMOTRON_DEFAULTS["num_key_value_heads"])
     if heads % kv_heads:
         raise ShapeError("num_key_value_heads", "kv_heads_divide")
-    att = _Attention(hidden, heads, kv_heads,
+    att = Attention(hidden, heads, kv_heads,
                      cfg.integer("head_dim", default=NEMOTRON_DEFAULTS["head_dim"]))
     linears: list[LinearSpec] = []
     other = 0
@@ -301,7 +298,7 @@ def nemotron_h(cfg: _Config) -> ModelShape:
     if count["moe"]:
         n = count["moe"]
         experts = cfg.integer("n_routed_experts", "num_local_experts")
-        active = _experts_per_token(cfg, experts, "n_routed_experts")
+        active = experts_per_token(cfg, experts, "n_routed_experts")
         width = cfg.integer("moe_intermediate_size")
         shared = cfg.integer("moe_shared_expert_intermediate_size")
         latent = cfg.optional_int("moe_latent_size")
@@ -321,7 +318,7 @@ def nemotron_h(cfg: _Config) -> ModelShape:
                 LinearSpec("fc1_latent_proj", "fc", hidden, latent, n, bias=mlp_bias),
                 LinearSpec("fc2_latent_proj", "fc_out", latent, hidden, n, bias=mlp_bias),
             ]
-    shape = _assemble(
+    shape = assemble(
         cfg, model_type="nemotron_h", att=att, intermediate=intermediate or width,
         layers=layers, linears=linears, norm_params=norms, norms_per_layer=1,
         tied=cfg.flag("tie_word_embeddings", False), num_experts=experts,

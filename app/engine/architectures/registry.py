@@ -1,0 +1,92 @@
+"""Which ``model_type`` each builder counts, and the one entry point from a config to a shape.
+
+Why a module of its own: the builders live one family to a module in this package, and each
+of them imports the shared pieces of :mod:`app.engine.architectures.kit`; keeping the registry
+here, above all of them, leaves the engine's imports a tree
+(``tests/test_process_state.py`` refuses import cycles).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from app.engine.architectures import (
+    deepseek,
+    gemma,
+    gemma4,
+    gpt,
+    hybrid,
+    lfm2,
+    llama,
+    moe,
+    multimodal,
+    phi,
+)
+from app.engine.architectures.gemma import gemma2_or_3
+from app.engine.architectures.kit import Config
+from app.engine.architectures.llama import dense_swiglu, llama_biases, no_biases
+from app.engine.architectures.qwen import qwen2_biases, qwen3_biases, qwen3_moe
+from app.engine.shapes import ModelShape, ShapeError
+
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
+    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3",
+    "mixtral", "gpt2",
+    # llama.py, gemma.py, phi.py, gpt.py, hybrid.py, multimodal.py
+    "olmo2", "gemma", "phi", "falcon", "gpt_neox", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+    "nemotron_h", "gemma3", "mistral3", "qwen3_5_text", "qwen3_5_moe_text", "ministral3",
+    # gemma4.py
+    "gemma4", "gemma4_text",
+    # llama.py, lfm2.py, multimodal.py, deepseek.py
+    "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2",
+)
+# Mixture-of-experts and MLA families (moe.py, deepseek.py).
+MOE_MODEL_TYPES: tuple[str, ...] = (
+    "deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe", "glm4_moe_lite",
+    "glm_moe_dsa", "minimax_m2", "gpt_oss", "llama4", "llama4_text", "mimo_v2_flash",
+)
+SUPPORTED_MODEL_TYPES += MOE_MODEL_TYPES
+
+
+def parse_config(config: Mapping[str, object]) -> ModelShape:
+    """Turn a Hugging Face ``config.json`` (as a dict) into a :class:`ModelShape`.
+
+    Raises :class:`ShapeError` naming ``model_type`` when it is unknown and the field when one
+    is missing or not a positive integer.
+    """
+    if not isinstance(config, Mapping):
+        raise ShapeError("config", "config_not_object")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise ShapeError("model_type", "config_missing")
+    builder = _BUILDERS.get(model_type)
+    if builder is None:
+        raise ShapeError("model_type", "model_type_unsupported", value=f"'{model_type}'",
+                         supported=", ".join(SUPPORTED_MODEL_TYPES))
+    return builder(Config(config))
+
+
+_BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
+    "llama": lambda cfg: dense_swiglu(cfg, "llama", biases=llama_biases),
+    "mistral": lambda cfg: dense_swiglu(cfg, "mistral", biases=llama_biases),
+    "qwen2": lambda cfg: dense_swiglu(cfg, "qwen2", biases=qwen2_biases),
+    "qwen3": lambda cfg: dense_swiglu(cfg, "qwen3", biases=qwen3_biases, qk_norm=True),
+    "qwen3_moe": qwen3_moe,
+    "gemma2": lambda cfg: gemma2_or_3(cfg, "gemma2", qk_norm=False),
+    "gemma3_text": lambda cfg: gemma2_or_3(cfg, "gemma3_text", qk_norm=True),
+    "phi3": phi.phi3,
+    "mixtral": moe.mixtral,
+    "gpt2": gpt.gpt2,
+    **{model_type: {**moe.BUILDERS, **deepseek.BUILDERS}[model_type]
+       for model_type in MOE_MODEL_TYPES},
+    "olmo2": llama.olmo2, "gemma": gemma.gemma, "phi": phi.phi,
+    "falcon": gpt.falcon, "gpt_neox": gpt.gpt_neox,
+    "qwen3_next": hybrid.qwen3_next, "nemotron_h": hybrid.nemotron_h,
+    "qwen3_5": multimodal.qwen3_5, "qwen3_5_moe": multimodal.qwen3_5_moe,
+    "gemma3": multimodal.gemma3, "mistral3": multimodal.mistral3,
+    "qwen3_5_text": hybrid.qwen3_5_text, "qwen3_5_moe_text": hybrid.qwen3_5_moe_text,
+    "ministral3": lambda cfg: dense_swiglu(cfg, "ministral3", biases=no_biases),
+    "gemma4": gemma4.gemma4, "gemma4_text": gemma4.gemma4_text,
+    "smollm3": llama.smollm3, "lfm2": lfm2.lfm2,
+    "deepseek_v4": deepseek.deepseek_v4,
+    "qwen3_vl": multimodal.qwen3_vl, "qwen3_vl_moe": multimodal.qwen3_vl_moe,
+}
