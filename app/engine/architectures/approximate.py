@@ -96,8 +96,8 @@ are under 30 characters)."""
 def shape_of(config: Mapping[str, object]) -> ModelShape:
     """The exact shape when a builder knows the model type, else :func:`approximate_shape`.
 
-    Every other refusal of :func:`~app.engine.architectures.registry.parse_config` (a missing or bad field of a
-    known type, no ``model_type`` at all) stands."""
+    Every other refusal of :func:`~app.engine.architectures.registry.parse_config` (a missing
+    or bad field of a known type, no ``model_type`` at all) stands."""
     try:
         return parse_config(config)
     except ShapeError as error:
