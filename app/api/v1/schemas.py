@@ -23,6 +23,7 @@ from pydantic import (
     Tag,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -196,6 +197,53 @@ def not_a_boolean(value: Any) -> Any:
     return value
 
 
+def count_or_cards(schema: dict[str, Any]) -> None:
+    """``gpus`` in the contract: the count (an integer within its bounds) or a list of card
+    slugs (:func:`cards_named_gpus`)."""
+    count = {key: schema.pop(key) for key in ("type", "minimum", "maximum") if key in schema}
+    cards = {"type": "array", "maxItems": MAX_CARDS,
+             "items": {"type": "string", "minLength": 1, "maxLength": 100}}
+    schema["anyOf"] = [count, cards]
+
+
+MAX_CARDS = 64
+"""Cards one request may name (``gpu``, or ``gpus`` as a list)."""
+
+
+def _card_slugs(value: list[Any]) -> bool:
+    """Whether ``value`` is what ``gpu`` takes: at most :data:`MAX_CARDS` slugs of 1 to 100
+    characters without control characters."""
+    return len(value) <= MAX_CARDS and all(
+        isinstance(card, str) and 1 <= len(card) <= 100
+        and text_input.control_character(card) is None for card in value)
+
+
+def cards_named_gpus(data: Any) -> Any:
+    """``"gpus": ["a100-80gb"]`` (a list of card slugs) is ``"gpu": ["a100-80gb"]`` with one
+    GPU; a number stays the count. A list is left in ``gpus`` where ``gpu`` names cards too or
+    the list is not one of card slugs: :func:`cards_given_once` then refuses it at its field."""
+    if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+        return data
+    cards = data["gpus"]
+    if data.get("gpu") or not _card_slugs(cards):
+        return data
+    return {**{key: value for key, value in data.items() if key != "gpus"}, "gpu": cards}
+
+
+def cards_given_once(value: Any) -> Any:
+    """A list left in ``gpus`` by :func:`cards_named_gpus`: a 422 at ``body.gpus`` saying
+    why (a control character, not card slugs, or cards named in ``gpu`` as well)."""
+    if not isinstance(value, list):
+        return value
+    if any(isinstance(card, str) and text_input.control_character(card) is not None
+           for card in value):
+        raise PydanticCustomError(text_input.KEY, text_input.REASON)
+    if not _card_slugs(value):
+        raise PydanticCustomError(
+            "card_slugs", "a number of GPUs, or a list of at most 64 card slugs")
+    raise PydanticCustomError("cards_twice", "give the cards in gpus or in gpu, not both")
+
+
 class EstimateInput(_In):
     """A fine-tuning job: the fields of ``sizer estimate``. Give ``model`` or ``model_config``."""
 
@@ -245,7 +293,12 @@ class EstimateInput(_In):
         "otherwise), on or off; true and false mean on and off. The answer's `checkpointing` "
         "says what was used and why.")
     attention: Attention = "flash"
-    gpus: int = Field(default=1, ge=1, le=job_limits.MAX_GPUS)
+    gpus: int = Field(
+        default=1, ge=1, le=job_limits.MAX_GPUS, json_schema_extra=count_or_cards,
+        description="The number of GPUs of the job (data parallel, with `sharding`); or, as a "
+        "list of card slugs (`\"gpus\": [\"a100-80gb\"]`), the cards to hold the job "
+        "against: the same as `gpu`, whose name stays accepted. Give the cards in one of the "
+        "two.")
     sharding: Sharding = "none"
     sharding_impl: ShardingImpl = Field(
         default="deepspeed", description="Who runs sharding zero3: deepspeed (DeepSpeed "
@@ -292,10 +345,10 @@ class EstimateInput(_In):
         "pass, as most QLoRA figures published in 2023 and 2024 were measured). 0.41 is "
         "refused for lora and full.")
     gpu: list[Slug] = Field(
-        default_factory=list, max_length=64,
-        description="Hold the job against these cards only; default every card the shop "
-        "sells. Comparison cards (`comparison_only` in `/gpus`, e.g. `h200-sxm`, "
-        "`a100-80gb`) are held against the job only when named here.",
+        default_factory=list, max_length=MAX_CARDS,
+        description="Hold the job against these cards only (or give them as `gpus`); default "
+        "every card the shop sells. Comparison cards (`comparison_only` in `/gpus`, e.g. "
+        "`h200-sxm`, `a100-80gb`) are held against the job only when named here.",
     )
 
     @property
@@ -311,6 +364,16 @@ class EstimateInput(_In):
     @classmethod
     def _numbers_only(cls, value: Any) -> Any:
         return not_a_boolean(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cards_in_gpus(cls, data: Any) -> Any:
+        return cards_named_gpus(data)
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _cards_once(cls, value: Any) -> Any:
+        return cards_given_once(value)
 
     @field_validator("inline_config")
     @classmethod

@@ -51,3 +51,36 @@ def test_bad_data_sizes_are_422_naming_the_field(
     problem = assert_problem(client.post("/api/v1/estimates", headers=auth,
                                          json={**JOB, **field}), 422, "invalid_input")
     assert [e["location"] for e in problem["errors"]] == [f"body.{next(iter(field))}"]
+
+
+def test_the_cards_may_be_named_gpus_as_the_issue_writes_them(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """``"gpus": ["a100-80gb"]`` names the cards as ``gpu`` does (one GPU each); a number in
+    ``gpus`` stays the count of GPUs."""
+    named = client.post("/api/v1/estimates", headers=auth,
+                        json={**JOB, "gpus": ["a100-80gb", "h200-sxm"]})
+    assert named.status_code == 200, named.text
+    as_gpu = client.post("/api/v1/estimates", headers=auth,
+                         json={**JOB, "gpu": ["a100-80gb", "h200-sxm"]}).json()
+    doc = named.json()
+    assert [fit["gpu"] for fit in doc["fits"]] == ["a100-80gb", "h200-sxm"]
+    assert doc["fits"] == as_gpu["fits"]
+    two = client.post("/api/v1/estimates", headers=auth,
+                      json={**JOB, "gpus": 2, "gpu": ["a100-80gb"]}).json()
+    one, both = doc["fits"][0]["training"], two["fits"][0]["training"]
+    assert both["tokens_per_s"] > 1.5 * one["tokens_per_s"]  # two GPUs, data parallel
+
+
+@pytest.mark.parametrize("body", [
+    {"gpus": ["a100-80gb"], "gpu": ["h200-sxm"]},
+    {"gpus": ["a100\u0000-80gb"]},
+    {"gpus": [""]},
+    {"gpus": [3]},
+])
+def test_cards_in_gpus_are_refused_at_gpus(
+    client: TestClient, auth: dict[str, str], body: dict[str, object]
+) -> None:
+    problem = assert_problem(client.post("/api/v1/estimates", headers=auth,
+                                         json={**JOB, **body}), 422, "invalid_input")
+    assert [e["location"] for e in problem["errors"]] == ["body.gpus"]
