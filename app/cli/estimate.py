@@ -21,7 +21,7 @@ from app.catalog import inline_config
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.cli.errors import CliError
-from app.engine import EstimateResult, Job
+from app.engine import EstimateResult
 from app.engine.activations import ATTENTIONS
 from app.engine.checkpointing import CHECKPOINTING_SETTINGS
 from app.engine.precision import (
@@ -43,6 +43,7 @@ from app.engine.states import (
 )
 from app.errors import DomainError
 from app.estimates import service
+from app.estimates.job_input import JOB_INPUT_FIELDS, JobInput
 from app.estimates.memory_size import parse_memory_size
 from app.estimates.token_count import parse_token_count
 
@@ -143,12 +144,6 @@ def add_card_arguments(parser: argparse.ArgumentParser) -> None:
 def custom_memory(args: argparse.Namespace) -> int | None:
     """``--gpu-memory`` in bytes, or None (refused naming gpu_memory when unreadable)."""
     return parse_memory_size(args.gpu_memory) if args.gpu_memory is not None else None
-
-
-def _targets(value: str) -> str | tuple[str, ...]:
-    if "," in value:
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    return value.strip()
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -274,6 +269,13 @@ def hub_choice(model: str, source: CatalogSource) -> ModelChoice:
         engine.dispose()
 
 
+def job_input(args: argparse.Namespace) -> JobInput:
+    """The options of the job as the one input every surface fills (each option is the
+    input field's name with dashes, :mod:`app.estimates.job_input`)."""
+    values = {name: getattr(args, name) for name in JOB_INPUT_FIELDS}
+    return JobInput.of({**values, "dataset_tokens": parse_token_count(args.dataset_tokens)})
+
+
 def run(args: argparse.Namespace) -> int:
     config: Mapping[str, Any] | None = (read_config(args.model_config) if args.model_config
                                          else None)
@@ -283,32 +285,9 @@ def run(args: argparse.Namespace) -> int:
     if args.model is not None and "/" in args.model:  # a Hub repository id (hub.is_repo_id)
         choice = hub_choice(args.model, source)
         slug, config, fetched = choice.slug, choice.config, choice.hub
-    switches = service.library_switches(
-        bnb_version=args.bnb_version, method=args.method,
-        sharding_impl=args.sharding_impl, sharding=args.sharding,
-    )
-    job = Job(
-        method=args.method, optimizer=args.optimizer, accounting=args.accounting,
-        lora_rank=args.lora_rank, lora_targets=_targets(args.lora_targets),
-        lora_dropout=args.lora_dropout, quant=args.quant, batch_size=args.batch_size,
-        seq_len=args.seq_len,
-        attention=args.attention, gpus=args.gpus, sharding=args.sharding,
-        offload=args.offload, loss_head="chunked" if args.chunked_loss else "standard",
-        fused_optimizer_step=args.fused_optimizer_step,
-        activation_offload=args.activation_offload,
-        expandable_segments=args.expandable_segments,
-        gradient_accumulation=args.gradient_accumulation,
-        precision=args.precision, adapter_dtype=args.adapter_dtype,
-        base_dtype=args.base_dtype, framework=args.framework,
-        bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
-        moe_lora=args.moe_lora, dataset_tokens=parse_token_count(args.dataset_tokens),
-        epochs=args.epochs,
-    )
-    request = service.EstimateRequest(
-        job=job, model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
-        gpu_memory_bytes=custom_memory(args), checkpointing=args.gradient_checkpointing,
-        allow_method_change=args.allow_method_change,
-    )
+    request = job_input(args).request(
+        model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
+        gpu_memory_bytes=custom_memory(args))
     # The command's own (empty) answer cache: one estimate per process, nothing to share.
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as
     # one line and exits 2, as for every command.

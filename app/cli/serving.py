@@ -16,9 +16,10 @@ from app.cli.estimate import (
     load_catalog,
     read_config,
 )
-from app.engine.serving import KV_DTYPES, MIN_TOKENS_PER_S, RUNTIMES, ServingJob, ServingResult
+from app.engine.serving import KV_DTYPES, MIN_TOKENS_PER_S, RUNTIMES, ServingResult
 from app.engine.serving_weights import WEIGHT_FORMATS
 from app.estimates import serving
+from app.estimates.job_input import SERVING_INPUT_FIELDS, ServingJobInput
 from app.estimates.service import EstimateCache
 from app.estimates.serving import PUBLISHED
 
@@ -55,19 +56,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
+def job_input(args: argparse.Namespace) -> ServingJobInput:
+    """The options of the job as the one input every surface fills (each option is the
+    input field's name with dashes, :mod:`app.estimates.job_input`)."""
+    return ServingJobInput.of({name: getattr(args, name) for name in SERVING_INPUT_FIELDS})
+
+
 def run(args: argparse.Namespace) -> int:
     config = read_config(args.model_config) if args.model_config else None
-    published = args.weights == PUBLISHED
-    job = ServingJob(
-        weights="bf16" if published else args.weights, kv_cache=args.kv_cache, context=args.context,
-        concurrency=args.concurrency, gpus=args.gpus, runtime=args.runtime,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        min_tokens_per_s=args.min_tokens_per_s,
-    )
+    job = job_input(args)
     request = serving.ServingRequest(
-        job=job, model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu),
-        gpu_memory_bytes=custom_memory(args), published_weights=published,
+        job=job.job(), model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu),
+        gpu_memory_bytes=custom_memory(args), published_weights=job.published,
     )
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as one
     # line naming the field and exits 2.

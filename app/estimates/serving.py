@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
 from app.config import SEED_DIR
@@ -33,6 +33,7 @@ from app.engine.serving import serving_estimate as engine_serving_estimate
 from app.engine.serving_kv import KvLayout, kv_layout
 from app.engine.serving_weights import published_format, sixteen_bit_format, weight_bytes
 from app.errors import InvalidInput
+from app.estimates.job_input import PUBLISHED as PUBLISHED
 from app.estimates.service import (
     CUSTOM_COMPUTE_CAPABILITY,
     CUSTOM_GPU,
@@ -60,8 +61,6 @@ class ServingRequest:
     default) instead of ``job.weights``: :func:`resolved_job`."""
 
 
-PUBLISHED: Final = "published"
-"""The weights choice "as published" on every surface (page, API, CLI)."""
 WeightChoice = Literal["published", "bf16", "fp16", "fp8", "int8", "awq", "gptq", "nvfp4",
                        "mxfp4", "gguf-q4_k_m", "gguf-q8_0"]
 """What a surface takes for the weights: ``published`` or a format (``WEIGHT_FORMATS``; a test

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import Any, Final
 from urllib.parse import urlencode
 
 from app.catalog import hub
@@ -27,15 +27,10 @@ from app.engine.states import (
     OPTIMIZERS,
     QUANTS,
     SHARDINGS,
-    Method,
-    MoeLora,
-    Offload,
-    Optimizer,
-    Quant,
-    Sharding,
 )
 from app.errors import InvalidInput
 from app.estimates import job_limits
+from app.estimates.job_input import CALCULATOR_OMITS, JobInput
 from app.estimates.service import EstimateRequest, LibrarySwitches, library_switches
 from app.estimates.token_count import parse_token_count
 from app.html import config_errors, forms
@@ -264,32 +259,23 @@ class CalculatorInput:
         """The link that reproduces this result; None-like for a pasted config."""
         return "/?" + urlencode(self.query())
 
+    def job_input(self) -> JobInput:
+        """The form's fields as the one input every surface fills
+        (:mod:`app.estimates.job_input`); what the page does not offer keeps its default."""
+        return JobInput.of({
+            "method": self.method, "optimizer": self.optimizer, "lora_rank": self.rank,
+            "lora_targets": self.targets, "quant": self.quant or None, "batch_size": self.batch,
+            "seq_len": self.seq, "gradient_checkpointing": CKPT_SETTINGS.get(self.ckpt, "auto"),
+            "allow_method_change": self.change, "attention": self.attention, "gpus": self.gpus,
+            "sharding": self.sharding, "sharding_impl": self.impl, "moe_lora": self.moe,
+            "offload": self.offload, "expandable_segments": self.segments,
+            "dataset_tokens": self.tokens, "epochs": self.epochs,
+            "precision": self.precision or None, "adapter_dtype": self.adapter or None,
+            "base_dtype": self.base or None, "framework": self.framework, "bnb_version": self.bnb,
+        }, omitted=CALCULATOR_OMITS)
+
     def job(self) -> Job:
-        switches = self.switches()
-        return Job(
-            method=cast(Method, self.method),
-            optimizer=cast(Optimizer, self.optimizer),
-            lora_rank=self.rank,
-            lora_targets=self.targets,
-            quant=cast(Quant, self.quant) if self.quant else None,
-            batch_size=self.batch,
-            seq_len=self.seq,
-            gradient_checkpointing=self.ckpt == "1",
-            attention=cast(Attention, self.attention),
-            gpus=self.gpus,
-            sharding=cast(Sharding, self.sharding),
-            offload=cast(Offload, self.offload),
-            framework=cast(dtypes.Framework, self.framework),
-            precision=cast(dtypes.Precision, self.precision) if self.precision else None,
-            adapter_dtype=cast(dtypes.AdapterDtype, self.adapter) if self.adapter else None,
-            base_dtype=cast(dtypes.BaseDtype, self.base) if self.base else None,
-            bnb_saves_inputs=switches.bnb_saves_inputs,
-            sharding_impl=switches.sharding_impl,
-            expandable_segments=self.segments,
-            moe_lora=cast(MoeLora, self.moe),
-            dataset_tokens=self.tokens,
-            epochs=self.epochs,
-        )
+        return self.job_input().job()
 
     def switches(self) -> LibrarySwitches:
         """The bitsandbytes and sharding switches, checked as the API and the CLI check them."""
@@ -299,12 +285,9 @@ class CalculatorInput:
     def estimate_request(self) -> EstimateRequest:
         compare = (self.compare,) if self.compare else ()
         if self.is_custom or self.hub is not None:
-            return EstimateRequest(job=self.job(), model_config=self.config or {},
-                                   checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"),
-                                   allow_method_change=self.change, compare_slugs=compare)
-        return EstimateRequest(job=self.job(), model_slug=self.model,
-                               checkpointing=CKPT_SETTINGS.get(self.ckpt, "auto"),
-                               allow_method_change=self.change, compare_slugs=compare)
+            return self.job_input().request(model_config=self.config or {},
+                                            compare_slugs=compare)
+        return self.job_input().request(model_slug=self.model, compare_slugs=compare)
 
 
 def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:

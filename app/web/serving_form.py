@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final
 from urllib.parse import urlencode
 
 from app.engine.serving import (
@@ -20,11 +20,9 @@ from app.engine.serving import (
     MAX_MIN_TOKENS_PER_S,
     MIN_TOKENS_PER_S,
     RUNTIMES,
-    KvDtype,
-    Runtime,
-    ServingJob,
 )
-from app.engine.serving_weights import WEIGHT_FORMATS, WeightFormat
+from app.engine.serving_weights import WEIGHT_FORMATS
+from app.estimates.job_input import SERVE_PAGE_OMITS, ServingJobInput
 from app.estimates.serving import PUBLISHED, ServingRequest
 from app.html import forms
 from app.html.forms import FieldErrors
@@ -85,17 +83,19 @@ class ServeInput:
                   "gpus": str(self.gpus), "runtime": self.runtime, "gpu": self.gpu}
         return {key: value for key, value in values.items() if value}
 
+    def job_input(self) -> ServingJobInput:
+        """The form's fields as the one input every surface fills (the runtime settings only
+        the API and the CLI take keep their defaults)."""
+        return ServingJobInput.of({
+            "weights": self.weights, "kv_cache": self.kv, "context": self.context,
+            "concurrency": self.users, "gpus": self.gpus, "runtime": self.runtime,
+            "min_tokens_per_s": float(self.speed)}, omitted=SERVE_PAGE_OMITS)
+
     def request(self) -> ServingRequest:
-        published = self.weights == PUBLISHED
-        job = ServingJob(
-            weights=cast(WeightFormat, "bf16" if published else self.weights),
-            kv_cache=cast(KvDtype, self.kv),
-            context=self.context, concurrency=self.users, gpus=self.gpus,
-            runtime=cast(Runtime, self.runtime), min_tokens_per_s=float(self.speed),
-        )
-        return ServingRequest(job=job, model_slug=self.model,
+        job = self.job_input()
+        return ServingRequest(job=job.job(), model_slug=self.model,
                               gpu_slugs=(self.gpu,) if self.gpu else (),
-                              published_weights=published)
+                              published_weights=job.published)
 
 
 def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:

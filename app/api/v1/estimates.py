@@ -26,9 +26,9 @@ from app.catalog import hub
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.config import Settings
-from app.engine import Job
 from app.estimates import recommendations as recommendations_service
 from app.estimates import service as estimates_service
+from app.estimates.job_input import CALCULATOR_OMITS, JOB_INPUT_FIELDS, JobInput
 from app.estimates.service import EstimateRequest
 from app.http import cached as cached_path
 from app.http.session import DbSession
@@ -40,39 +40,18 @@ router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
 STOREFRONT_PRESETS = ("all-linear", "attention", "qv", "mlp")
 
 
-def _targets(value: str) -> str | tuple[str, ...]:
-    if "," in value:
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    return value.strip()
+def job_input(body: schemas.EstimateInput) -> JobInput:
+    """The body's job fields as the one input every surface fills (:mod:`app.estimates.job_input`);
+    the body's other fields say which model and cards."""
+    values = {name: getattr(body, name) for name in JOB_INPUT_FIELDS}
+    return JobInput.of({**values, "gradient_checkpointing": body.checkpointing_setting})
 
 
 def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> EstimateRequest:
     """The API body as the estimates service's request (the CLI builds the same)."""
     check_model_choice(body.model, body.inline_config)
-    switches = estimates_service.library_switches(
-        bnb_version=body.bnb_version, method=body.method,
-        sharding_impl=body.sharding_impl, sharding=body.sharding,
-    )
-    job = Job(
-        method=body.method, optimizer=body.optimizer, accounting=body.accounting,
-        lora_rank=body.lora_rank, lora_targets=_targets(body.lora_targets),
-        lora_dropout=body.lora_dropout, quant=body.quant, batch_size=body.batch_size,
-        seq_len=body.seq_len,
-        attention=body.attention, gpus=body.gpus, sharding=body.sharding, offload=body.offload,
-        loss_head="chunked" if body.chunked_loss else "standard",
-        fused_optimizer_step=body.fused_optimizer_step,
-        activation_offload=body.activation_offload,
-        expandable_segments=body.expandable_segments,
-        gradient_accumulation=body.gradient_accumulation,
-        precision=body.precision, adapter_dtype=body.adapter_dtype,
-        base_dtype=body.base_dtype, framework=body.framework,
-        bnb_saves_inputs=switches.bnb_saves_inputs, sharding_impl=switches.sharding_impl,
-        moe_lora=body.moe_lora, dataset_tokens=body.dataset_tokens, epochs=body.epochs,
-    )
-    return EstimateRequest(job=job, model_slug=body.model, model_config=body.inline_config,
-                           gpu_slugs=tuple(body.gpu), with_levers=with_levers,
-                           checkpointing=body.checkpointing_setting,
-                           allow_method_change=body.allow_method_change)
+    return job_input(body).request(model_slug=body.model, model_config=body.inline_config,
+                                   gpu_slugs=tuple(body.gpu), with_levers=with_levers)
 
 
 def resolved(request: Request, session: Session, catalog: Catalog,
@@ -109,8 +88,7 @@ def storefront_query(body: schemas.EstimateInput) -> dict[str, str] | None:
     """The calculator's parameters for this job, or None when the storefront cannot show it
     (an inline config.json, or options only the API and CLI offer)."""
     defaults = schemas.EstimateInput(model="x", method=body.method)
-    api_only = ("accounting", "lora_dropout", "chunked_loss", "fused_optimizer_step",
-                "activation_offload", "gradient_accumulation", "dataset_tokens", "epochs")
+    api_only = (*CALCULATOR_OMITS, "dataset_tokens", "epochs")  # the page's own links omit these
     if body.model is None or any(getattr(body, f) != getattr(defaults, f) for f in api_only):
         return None
     if body.lora_targets not in STOREFRONT_PRESETS or body.attention not in ("flash", "eager"):

@@ -7,7 +7,6 @@ the CLI's (one service: :mod:`app.estimates.serving`).
 
 from __future__ import annotations
 
-from typing import cast
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -21,9 +20,8 @@ from app.api.v1.mappers import money
 from app.api.v1.responses import AUTH_ERRORS, INVALID, NOT_FOUND
 from app.catalog import service as catalog_service
 from app.config import Settings
-from app.engine.serving import ServingJob
-from app.engine.serving_weights import WeightFormat
 from app.estimates import serving
+from app.estimates.job_input import SERVING_INPUT_FIELDS, ServingJobInput
 from app.http.session import DbSession
 
 router = APIRouter(tags=["estimates"], dependencies=[Depends(require_partner)],
@@ -35,20 +33,11 @@ def to_request(body: schemas.ServingInput, *, with_levers: bool = True
                ) -> serving.ServingRequest:
     """The API body as the serving service's request (the CLI builds the same)."""
     check_model_choice(body.model, body.inline_config)
-    weights = body.weights
-    published = weights == "published"
-    job = ServingJob(
-        weights="bf16" if published else cast(WeightFormat, weights), kv_cache=body.kv_cache,
-        context=body.context,
-        concurrency=body.concurrency, gpus=body.gpus, runtime=body.runtime,
-        gpu_memory_utilization=body.gpu_memory_utilization,
-        max_num_batched_tokens=body.max_num_batched_tokens,
-        min_tokens_per_s=body.min_tokens_per_s,
-    )
-    return serving.ServingRequest(job=job, model_slug=body.model,
+    job = ServingJobInput.of({name: getattr(body, name) for name in SERVING_INPUT_FIELDS})
+    return serving.ServingRequest(job=job.job(), model_slug=body.model,
                                   model_config=body.inline_config, gpu_slugs=tuple(body.gpu),
                                   gpu_memory_bytes=body.gpu_memory_bytes,
-                                  with_levers=with_levers, published_weights=published)
+                                  with_levers=with_levers, published_weights=job.published)
 
 
 @router.post("/serving-estimates", response_model=schemas.ServingEstimate,
