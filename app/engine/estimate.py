@@ -903,16 +903,20 @@ def estimate(
     *,
     with_levers: bool = True,
     layers: AttentionLayers | None = None,
+    models: StepModels | None = None,
 ) -> EstimateResult:
     """Memory per GPU for ``job`` on ``shape``, held against each card in ``gpus``, and how
     fast it trains on each (``layers``: which layers attend how, from the config's attention
-    layout; None: every non-mixer layer in full)."""
+    layout; None: every non-mixer layer in full). ``models``: step models of this shape (as
+    the framework builds it) that a caller shares between calls for variants of one job."""
     validate(shape, job)
     job = unsloth.as_run(job)
     given = shape
     shape = litgpt.as_built(shape, job.framework)
+    if models is None or models.shape != shape:
+        models = StepModels(shape)
     states = model_states(shape, job)
-    model = step_model(shape, job)
+    model = models.get(job)
     totals = model.totals(job.batch_size, job.seq_len)
     # Resident states: the article's model states less autocast's transient bf16 copies
     # (hf accounting only), which are counted with the activations, where PyTorch's
@@ -929,7 +933,6 @@ def estimate(
         overhead=total - resident_bytes - activations,
         total=total,
     )
-    models = StepModels(shape)
     work = step_work(shape, speed_job(shape, job, states.trainable_params), layers)
     fits = tuple(_card_fit(models, job, model, total, gpu, work) for gpu in gpus)
     levers: list[Lever] = []

@@ -12,7 +12,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any, Protocol, TypeVar, cast
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
@@ -27,7 +26,8 @@ from app.engine import (
 )
 from app.engine import estimate as engine_estimate
 from app.engine.checkpointing import Checkpointing, CheckpointingSetting
-from app.engine.estimate import Setup
+from app.engine.estimate import CardFit, Setup, StepModels
+from app.engine.framework_litgpt import as_built
 from app.engine.precision import BnbVersion, bnb_saves_inputs
 from app.engine.setup import cheapest_setup
 from app.engine.sharding import ShardingImpl, checked_impl
@@ -340,36 +340,93 @@ def _remembered_sizing(catalog: Catalog, request: EstimateRequest,
 
 def _sized(catalog: Catalog, request: EstimateRequest) -> Sizing:
     """The cards (each with its setup where it does not fit as set), the systems (likewise)
-    and the recommendation over them all (:mod:`app.estimates.advice`)."""
-    result, records = _estimate(catalog, request)
-    systems = _system_fits(catalog, request)
+    and the recommendation over them all (:mod:`app.estimates.advice`). The model is read and
+    the job settled once for all of them (:class:`_Sizer`)."""
+    sizer = _Sizer.of(catalog, request)
+    result, records = _estimate(catalog, request, sizer)
+    systems = sizer.systems(catalog, request)
     offers = [*_card_offers(request, result, records), *_system_offers(request, systems)]
     return Sizing(result=replace(result, recommendation=advice.recommend(offers)),
                   systems=systems)
 
 
-def _estimate(catalog: Catalog, request: EstimateRequest
+def _estimate(catalog: Catalog, request: EstimateRequest, sizer: _Sizer | None = None
               ) -> tuple[EstimateResult, list[GpuRecord | None]]:
     """The job against the cards, with a setup for each card it does not fit as set, and the
     cards' catalog records (None for an ad-hoc card)."""
-    shape, layers = resolve_model(catalog, request)
-    job, chosen = resolved_job(shape, request)
+    sizer = sizer or _Sizer.of(catalog, request)
     records: list[GpuRecord | None]
     if request.gpu_memory_bytes is not None:
         records, gpus = [None], [custom_gpu_spec(request.gpu_memory_bytes)]
     else:
         found = select_gpus(catalog, request.gpu_slugs, request.compare_slugs)
         records, gpus = list(found), [gpu_spec(record) for record in found]
-    allowed = allowed_levers(request)
     try:
-        result = engine_estimate(shape, job, gpus, with_levers=request.with_levers,
-                                 layers=layers)
-        fits = tuple(fit if fit.fits else replace(
-            fit, setup=cheapest_setup(shape, job, spec, allowed, layers=layers))
-            for fit, spec in zip(result.fits, gpus, strict=True))
+        result = engine_estimate(sizer.shape, sizer.job, gpus, with_levers=request.with_levers,
+                                 layers=sizer.layers, models=sizer.models)
+        fits = tuple(fit if fit.fits else replace(fit, setup=sizer.setup(sizer.job, spec))
+                     for fit, spec in zip(result.fits, gpus, strict=True))
     except EngineError as error:
         raise engine_invalid(error) from error
-    return replace(result, checkpointing=chosen, fits=fits), records
+    return replace(result, checkpointing=sizer.chosen, fits=fits), records
+
+
+@dataclass(slots=True)
+class _Sizer:
+    """What one sizing reads once and shares between its cards and systems: the model's
+    shape and attention layout, the job as settled, the levers a setup may change, and the
+    step models by job (:class:`StepModels`), which the engine's cards and levers and every
+    setup search ask for again and again (the same variants of the same job). The systems of
+    one card count are held against their job in one engine call, as the cards are: the engine
+    sizes each card of a call on its own, so each figure is what a call of its own gives."""
+
+    shape: ModelShape
+    layers: AttentionLayers | None
+    job: Job
+    chosen: Checkpointing
+    allowed: tuple[str, ...]
+    models: StepModels
+
+    @classmethod
+    def of(cls, catalog: Catalog, request: EstimateRequest) -> _Sizer:
+        shape, layers = resolve_model(catalog, request)
+        job, chosen = resolved_job(shape, request)
+        return cls(shape, layers, job, chosen, allowed_levers(request),
+                   StepModels(as_built(shape, job.framework)))
+
+    def setup(self, job: Job, spec: GpuSpec) -> Setup | None:
+        """The cheapest setup that makes ``job`` fit ``spec`` (``app/engine/setup.py``)."""
+        return cheapest_setup(self.shape, job, spec, self.allowed, layers=self.layers,
+                              models=self.models)
+
+    def systems(self, catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
+        """Every system (:func:`system_rows`), one engine call per card count."""
+        by_count: dict[int, list[SystemRecord]] = {}
+        gpus = {gpu.slug: gpu for gpu in catalog.gpus}
+        for system in catalog.systems:
+            by_count.setdefault(system.gpu_count, []).append(system)
+        fits: dict[str, CardFit] = {}
+
+        def held(system: SystemRecord, gpu: GpuRecord) -> SystemFit:
+            job = system_job(self.job, system.gpu_count)
+            spec = system_link(gpu_spec(gpu), system)
+            if system.slug not in fits:
+                group = [(other, gpus[other.gpu_slug]) for other in by_count[system.gpu_count]
+                         if other.gpu_slug in gpus and not gpus[other.gpu_slug].comparison_only]
+                specs = [system_link(gpu_spec(card), other) for other, card in group]
+                result = engine_estimate(self.shape, job, specs, with_levers=False,
+                                         layers=self.layers, models=self.models)
+                fits.update((other.slug, fit)
+                            for (other, _), fit in zip(group, result.fits, strict=True))
+            found = fits[system.slug]
+            return SystemFit(
+                system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding,
+                fits=found.fits, total_bytes_per_gpu=found.total_bytes,
+                free_bytes_per_gpu=found.free_bytes, max_batch_size=found.max_batch_size,
+                warnings=found.warnings, training=found.training,
+                setup=None if found.fits else self.setup(job, spec))
+
+        return system_rows(catalog, request, held)
 
 
 def _hours(training: Training | None) -> float | None:
@@ -482,24 +539,3 @@ def system_link(spec: GpuSpec, system: SystemRecord) -> GpuSpec:
     if spec.interconnect == "nvlink" and "pcie" in text:
         return replace(spec, collective_link="pcie", interconnect_bandwidth_gbps=PCIE5_X16_GBPS)
     return spec
-
-
-def _system_fit(shape: ModelShape, layers: AttentionLayers | None, request: EstimateRequest,
-                system: SystemRecord, gpu: GpuRecord) -> SystemFit:
-    """The training job on one system: its cards shard the model states (:func:`system_job`)
-    and share the data (data parallel over the system's link)."""
-    job = system_job(resolved_job(shape, request)[0], system.gpu_count)
-    spec = system_link(gpu_spec(gpu), system)
-    found = engine_estimate(shape, job, [spec], with_levers=False, layers=layers).fits[0]
-    setup = None if found.fits else cheapest_setup(shape, job, spec, allowed_levers(request),
-                                                   layers=layers)
-    return SystemFit(
-        system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding, fits=found.fits,
-        total_bytes_per_gpu=found.total_bytes, free_bytes_per_gpu=found.free_bytes,
-        max_batch_size=found.max_batch_size, warnings=found.warnings, training=found.training,
-        setup=setup)
-
-
-def _system_fits(catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
-    shape, layers = resolve_model(catalog, request)
-    return system_rows(catalog, request, partial(_system_fit, shape, layers, request))

@@ -14,6 +14,7 @@ from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.engine import EstimateResult, GpuSpec, Job, ModelShape
 from app.engine import estimate as engine_estimate
+from app.engine.estimate import StepModels
 from app.engine.speed import AttentionLayers
 from app.errors import InvalidInput
 from app.estimates import service
@@ -33,11 +34,12 @@ def engine_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     def counting(
         shape: ModelShape, job: Job, gpus: Sequence[GpuSpec], *, with_levers: bool = True,
-        layers: AttentionLayers | None = None,
+        layers: AttentionLayers | None = None, models: StepModels | None = None,
     ) -> EstimateResult:
-        if len(gpus) != 1 or with_levers:  # the cards (a system is one card, no levers)
+        if with_levers:  # the cards (the systems of one card count are held without levers)
             calls.append("engine")
-        return engine_estimate(shape, job, gpus, with_levers=with_levers, layers=layers)
+        return engine_estimate(shape, job, gpus, with_levers=with_levers, layers=layers,
+                               models=models)
 
     monkeypatch.setattr(service, "engine_estimate", counting)
     yield calls
