@@ -40,6 +40,12 @@ class SpeedCase:
     measured_tokens_per_s: float
     predicted_tokens_per_s: float
     held: bool
+    not_held: str = ""
+    """Why a case is listed but not held to the bound: ``deterministic_kernels`` (a trainer in
+    PyTorch's deterministic mode) or ``fused_kernels`` (a framework that fuses what the engine
+    counts as Hugging Face's and PEFT's separate kernels); ``""`` for a held case."""
+    engine_predicts: str = ""
+    """The side the engine errs on for a case not held: ``faster`` or ``slower``."""
 
     @property
     def error(self) -> float:
@@ -80,5 +86,6 @@ def published_cases(path: Path = PUBLISHED_MEASUREMENTS) -> tuple[SpeedCase, ...
             model=item["model"], method=job.method, batch_size=job.batch_size,
             seq_len=job.seq_len, measured_as=item["measured_as"],
             measured_tokens_per_s=item["measured_tokens_per_s"],
-            predicted_tokens_per_s=training.tokens_per_s, held=item["held"]))
+            predicted_tokens_per_s=training.tokens_per_s, held=item["held"],
+            not_held=item.get("not_held", ""), engine_predicts=item.get("engine_predicts", "")))
     return tuple(cases)
