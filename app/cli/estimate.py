@@ -123,7 +123,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", metavar="SLUG|OWNER/NAME[@REV]",
                        help="a model in the catalog, or a Hugging Face repository id "
-                       "(estimate: its config.json is fetched from the Hub)")
+                       "(its config.json is fetched from the Hub)")
     model.add_argument("--model-config", metavar="PATH", type=Path,
                        help="a Hugging Face config.json file")
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from app.cli.estimate import (
     add_card_arguments,
     add_model_arguments,
     custom_memory,
+    hub_choice,
     load_catalog,
     read_config,
 )
@@ -63,19 +66,27 @@ def job_input(args: argparse.Namespace) -> ServingJobInput:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = read_config(args.model_config) if args.model_config else None
+    config: Mapping[str, Any] | None = (read_config(args.model_config) if args.model_config
+                                         else None)
+    source = load_catalog(offline=args.offline)
+    slug, fetched = args.model, None
+    if args.model is not None and "/" in args.model:  # a Hub repository id (hub.is_repo_id)
+        choice = hub_choice(args.model, source)
+        slug, config, fetched = choice.slug, choice.config, choice.hub
     job = job_input(args)
     request = serving.ServingRequest(
-        job=job.job(), model_slug=args.model, model_config=config, gpu_slugs=tuple(args.gpu),
+        job=job.job(), model_slug=slug, model_config=config, gpu_slugs=tuple(args.gpu),
         gpu_memory_bytes=custom_memory(args), published_weights=job.published,
     )
     # A DomainError (bad input, an unknown model or card) leaves here: main() prints it as one
     # line naming the field and exits 2.
-    catalog = load_catalog(offline=args.offline).catalog
-    result = serving.serving_estimate(catalog, request, cache=EstimateCache())
+    result = serving.serving_estimate(source.catalog, request, cache=EstimateCache())
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:
+        if fetched is not None:
+            print(f"{fetched.repo_id}: config.json at commit {fetched.commit_sha[:12]} "
+                  "(Hugging Face Hub)")
         print(format_table(result))
     return 0
 

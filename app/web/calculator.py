@@ -20,12 +20,8 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app import caches
-from app.catalog import hub
-from app.catalog import search as catalog_search
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
-from app.config import Settings
-from app.errors import DomainError, TooManyRequests, Unavailable
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateCache
 from app.html import htmx
@@ -34,9 +30,8 @@ from app.html.fragments import Rendered
 from app.http import cached as cached_path
 from app.http.session import DbSession
 from app.ops import metrics
-from app.ops.clients import client_identity
 from app.web import calculator_form as form
-from app.web import engine_errors, result_view, sizing_page
+from app.web import result_view, sizing_page
 from app.web.calculator_form import CalculatorInput
 
 router = APIRouter(include_in_schema=False)
@@ -61,50 +56,6 @@ def size(catalog: Catalog, calc: CalculatorInput, errors: FieldErrors, *,
                             error_field=form.engine_error_field)
 
 
-def choose_hub_model(request: Request, session: Session, catalog: Catalog,
-                     calc: CalculatorInput, errors: FieldErrors,
-                     headers: dict[str, str] | None = None) -> int | None:
-    """A Hugging Face repository id in the model field: the catalog's model of that id, or
-    the repository's config.json (``app/catalog/hub.py``); a refusal goes beside the model
-    field, with the status it carries (and ``Retry-After`` into ``headers`` for a 429 or a
-    503). A look-up that reaches the Hub counts against the client's
-    ``SIZER_HUB_LOOKUPS_PER_MINUTE`` (:func:`admit_hub_lookup`)."""
-    if not calc.is_repo or errors:
-        return None
-    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub,
-                              admit=partial(admit_hub_lookup, request))
-    try:
-        choice = hub.choose_model(session, catalog, calc.model, access=access)
-    except DomainError as exc:
-        engine_errors.add(errors, "model", exc)
-        if headers is not None and isinstance(exc, TooManyRequests):
-            headers["Retry-After"] = str(exc.retry_after_s)
-        elif headers is not None and isinstance(exc, Unavailable):
-            headers["Retry-After"] = str(int(hub.OUTAGE_MEMORY_S))
-        return exc.status_code
-    if choice.slug is not None:
-        calc.model = choice.slug
-    else:
-        calc.config, calc.hub = choice.config, choice.hub
-    return None
-
-
-def admit_hub_lookup(request: Request) -> None:
-    """Count one anonymous Hub look-up against the client's limit per minute (issue 24,
-    point 2); :class:`TooManyRequests` (429) beyond it. ``app.state.hub_limiter`` counts, in
-    Redis when ``SIZER_REDIS_URL`` is set."""
-    settings: Settings = request.app.state.settings
-    client = client_identity(request.client.host if request.client else None)
-    decision = request.app.state.hub_limiter.hit(client, limit=settings.hub_lookups_per_minute)
-    if not decision.allowed:
-        seconds = max(1, int(decision.reset_seconds))
-        raise TooManyRequests(
-            f"more than {decision.limit} Hugging Face look-ups a minute from this address; "
-            f"try again in {seconds} s, or give the model's config.json instead",
-            field="model", key="hub_rate_limited",
-            params={"limit": decision.limit, "seconds": seconds}, retry_after_s=seconds)
-
-
 def page(request: Request, session: Session, data: Mapping[str, str], *,
          calc: CalculatorInput | None = None, errors: FieldErrors | None = None,
          status: int | None = None, headers: Mapping[str, str] | None = None) -> HTMLResponse:
@@ -113,7 +64,7 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
         calc, errors = form.parse(data)
     catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     retry: dict[str, str] = {}
-    status = choose_hub_model(request, session, catalog, calc, errors, retry) or status
+    status = sizing_page.choose_hub_model(request, session, catalog, calc, errors, retry) or status
     return sized_page(request, catalog, calc, errors, status=status,
                       headers={**(headers or {}), **retry})
 
@@ -193,32 +144,9 @@ async def calculate(request: Request, body: Annotated[FormBody, Depends(read_for
 def search_models(
     request: Request, session: DbSession, q: str = "", model: str = ""
 ) -> HTMLResponse:
-    """Search-as-you-type: the model list filtered (htmx), or the calculator with it.
-
-    The current model stays chosen when it matches; otherwise the first match is chosen and
-    the ``models-filtered`` event makes the calculator form recalculate for it. A search that
-    finds nothing says so beside the search box, leaves the list whole and the current model
-    chosen, and asks for no recalculation: the result on screen stays what it was."""
-    cached = caches.of(request)
-    catalog = catalog_service.get_catalog(session, cached.catalog)
-    calc = CalculatorInput()
-    query = q[:catalog_search.MAX_QUERY_CHARS]
-    groups = sizing_page.model_groups(catalog.models, query)
-    headers = {"HX-Trigger-After-Settle": "models-filtered"}
-    no_match = False
-    if not groups:
-        groups, headers = sizing_page.model_groups(catalog.models), {}
-        if hub.is_repo_id(query.strip()):  # a Hub id: offered, chosen and sized by the form
-            calc.model = query.strip()
-            headers = {"HX-Trigger-After-Settle": "models-filtered"}
-        else:
-            no_match = True
-    slugs = [m.slug for _, models in groups for m in models]
-    if slugs and not calc.is_repo:
-        calc.model = model if model in slugs else slugs[0]
-    return sizing_page.render_sizing(
-        request, TEMPLATE, calc=calc, errors=FieldErrors(), catalog=catalog, form=form,
-        sized=(None, 200) if calc.is_repo else size(catalog, calc, FieldErrors(),
-                                                    cache=cached.estimates),
-        blocks=("model_options",), headers=headers, groups=groups, search=query,
-        no_match=no_match)
+    """Search-as-you-type: the model list filtered (htmx), or the calculator with it
+    (:func:`app.web.sizing_page.search_models`, which the Serve mode shares)."""
+    return sizing_page.search_models(
+        request, session, TEMPLATE, form=form, calc=CalculatorInput(), query=q, model=model,
+        size=lambda catalog, calc: size(catalog, calc, FieldErrors(),
+                                        cache=caches.of(request).estimates))

@@ -133,12 +133,12 @@ def _resolve(request: Request, session: Session, cached: Caches,
     kind, slug = item
     name = catalog.gpu(slug).name if kind == "gpu" else catalog.system(slug).name
     if data.get("workload") == "serving":
-        return _resolve_serving(catalog, cached, data, kind, slug, name)
+        return _resolve_serving(request, session, catalog, cached, data, kind, slug, name)
     calc, calc_errors = calc_form.parse(data)
     if calc.is_custom:
         raise InvalidInput("a pasted config.json cannot be carried into a quote link",
                            field="model")
-    hub_status = calculator.choose_hub_model(request, session, catalog, calc, calc_errors)
+    hub_status = sizing_page.choose_hub_model(request, session, catalog, calc, calc_errors)
     view, status = calculator.size(catalog, calc, calc_errors, cache=cached.estimates)
     status = hub_status or status
     if view is None:
@@ -149,19 +149,24 @@ def _resolve(request: Request, session: Session, cached: Caches,
                   view=view)
 
 
-def _resolve_serving(catalog: Catalog, cached: Caches, data: Mapping[str, str],
-                     kind: ItemKind, slug: str, name: str) -> _Asked:
+def _resolve_serving(request: Request, session: Session, catalog: Catalog, cached: Caches,
+                     data: Mapping[str, str], kind: ItemKind, slug: str, name: str) -> _Asked:
     """A quote link from /serve: every Serve input parsed as the Serve page parses it and the
-    item's row of that serving sizing; a refused input is kept beside its field's name."""
+    item's row of that serving sizing; a refused input is kept beside its field's name. A
+    Hugging Face repository id is looked up as the Serve page looks it up."""
     calc, errors = serve_form.parse(data)
-    serving = calc.request()
+    if calc.is_custom:
+        raise InvalidInput("a pasted config.json cannot be carried into a quote link",
+                           field="model")
+    hub_status = sizing_page.choose_hub_model(request, session, catalog, calc, errors)
 
     def item_fit() -> dict[str, Any]:
-        sizing = serving_service.serving_sizing(catalog, serving, cache=cached.estimates)
-        return quotes_service.serving_item(catalog, sizing, serving, kind, slug)[2]
+        sizing = serving_service.serving_sizing(catalog, calc.request(), cache=cached.estimates)
+        return quotes_service.serving_item(catalog, sizing, calc.request(), kind, slug)[2]
 
     fit, status = sizing_page.size(catalog, calc.gpu, errors, item_fit,
                                    error_field=serve_form.engine_error_field)
+    status = hub_status or status
     return _Asked(calc, kind, slug, name, catalog,
                   query={"workload": "serving", **calc.quote_query()}, back_url=calc.url(),
                   workload="serving", item_fit=fit or {}, sizing_errors=errors, status=status)

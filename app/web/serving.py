@@ -3,8 +3,16 @@ and shared links, as the fine-tuning calculator at ``/`` does.
 
 * ``GET /serve?model=...&users=...`` renders the whole result on the server (a shareable
   link, no JavaScript needed); with ``HX-Request`` only the result and the field errors.
-* ``POST /serve`` is the no-JavaScript form: redirected (303) to its shareable GET URL; htmx
-  gets the fragment plus ``HX-Push-Url`` so the address bar follows.
+* ``POST /serve`` is the no-JavaScript form and the one that carries a pasted config.json
+  (too big for a URL): a catalog model or a Hugging Face repository id is redirected (303) to
+  its shareable GET URL; htmx gets the fragment plus ``HX-Push-Url`` so the address bar
+  follows.
+* ``GET /serve/models?q=`` is the search-as-you-type over the catalog, the fine-tune page's.
+
+A model is named as on the fine-tune page: a catalog model, a Hugging Face repository id
+(``owner/name@revision``, looked up through ``app/catalog/hub.py``) or a pasted config.json
+(model ``custom``), with the same approximate marking for a type the engine does not count
+exactly.
 """
 
 from __future__ import annotations
@@ -17,11 +25,12 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from app import caches
+from app.catalog import inline_config
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.estimates import serving as serving_service
 from app.estimates.service import EstimateCache
-from app.html import htmx
+from app.html import config_errors, htmx
 from app.html.forms import FieldErrors, FormBody, read_form
 from app.http.session import DbSession
 from app.web import serving_form as form
@@ -46,15 +55,22 @@ def size(catalog: Catalog, calc: ServeInput, errors: FieldErrors, *,
 
 
 def page(request: Request, session: Session, data: Mapping[str, str], *,
+         calc: ServeInput | None = None, errors: FieldErrors | None = None,
          status: int | None = None, headers: Mapping[str, str] | None = None) -> HTMLResponse:
-    """Parse, size, render: the page or, for htmx, the result and the field errors."""
-    calc, errors = form.parse(data)
+    """Parse, size, render: the page or, for htmx, the result and the field errors. A Hugging
+    Face repository id is looked up first (a refusal beside the model field, with its
+    status)."""
+    if calc is None or errors is None:
+        calc, errors = form.parse(data)
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
+    retry: dict[str, str] = {}
+    status = sizing_page.choose_hub_model(request, session, catalog, calc, errors,
+                                          retry) or status
     return sizing_page.render_sizing(
         request, TEMPLATE, calc=calc, errors=errors, catalog=catalog, form=form,
         sized=size(catalog, calc, errors, cache=cached.estimates),
-        blocks=FRAGMENTS, status=status, headers=headers)
+        blocks=FRAGMENTS, status=status, headers={**(headers or {}), **retry})
 
 
 @router.get("/serve", response_class=HTMLResponse)
@@ -66,8 +82,27 @@ def serve_page(request: Request, session: DbSession) -> HTMLResponse:
 @router.post("/serve", response_class=HTMLResponse)
 def serve_submit(request: Request, session: DbSession,
                  body: Annotated[FormBody, Depends(read_form)]) -> Response:
-    """No-JavaScript submit goes to the shareable URL; htmx gets the fragment."""
+    """No-JavaScript submit goes to the shareable URL (a pasted config.json is sized at once:
+    it fits no URL); htmx gets the fragment. A body over the form limit is refused beside the
+    config field (413)."""
+    if body.too_large:
+        calc, errors = ServeInput(model=form.CUSTOM_MODEL), FieldErrors()
+        config_errors.add(errors, "config", inline_config.size_error())
+        return page(request, session, {}, calc=calc, errors=errors, status=413)
     calc, errors = form.parse(body.fields)
-    if not errors and not htmx.is_htmx(request):
+    if not errors and not calc.is_custom and not htmx.is_htmx(request):
         return Response(status_code=303, headers={"Location": calc.url()})
-    return page(request, session, body.fields, headers={"HX-Push-Url": calc.url()})
+    push = "false" if calc.is_custom else calc.url()
+    return page(request, session, body.fields, calc=calc, errors=errors,
+                headers={"HX-Push-Url": push})
+
+
+@router.get("/serve/models", response_class=HTMLResponse)
+def search_models(request: Request, session: DbSession, q: str = "",
+                  model: str = "") -> HTMLResponse:
+    """Search-as-you-type in Serve mode: the fine-tune page's search
+    (:func:`app.web.sizing_page.search_models`) over the same catalog."""
+    return sizing_page.search_models(
+        request, session, TEMPLATE, form=form, calc=ServeInput(), query=q, model=model,
+        size=lambda catalog, calc: size(catalog, calc, FieldErrors(),
+                                        cache=caches.of(request).estimates))

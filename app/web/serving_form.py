@@ -8,10 +8,12 @@ always reproduces the result it was copied from. Short parameter names keep link
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Any, Final
 from urllib.parse import urlencode
 
+from app.catalog import hub
+from app.catalog.hub import HubModel
 from app.engine.serving import (
     KV_DTYPES,
     MAX_CONCURRENCY,
@@ -24,9 +26,13 @@ from app.engine.serving import (
 from app.engine.serving_weights import WEIGHT_FORMATS
 from app.estimates.job_input import SERVE_PAGE_OMITS, ServingJobInput
 from app.estimates.serving import PUBLISHED, ServingRequest
-from app.html import forms
-from app.html.forms import FieldErrors
+from app.html import config_errors, forms
+from app.html.forms import N_, FieldErrors
 
+CUSTOM_MODEL: Final = "custom"
+"""The model field's value for a pasted config.json (the fine-tune page's, too)."""
+CONFIG_REQUEST_FIELD: Final = "model_config"
+"""The service's name for a config.json: its fields' errors go beside the pasted one."""
 DEFAULT_MODEL: Final = "llama-3.1-8b"
 DEFAULT_SPEED: Final = int(MIN_TOKENS_PER_S)
 DEFAULTS: Final = {"weights": PUBLISHED, "kv": "auto", "context": 8192, "users": 1, "gpus": 1,
@@ -34,7 +40,7 @@ DEFAULTS: Final = {"weights": PUBLISHED, "kv": "auto", "context": 8192, "users":
 WEIGHT_CHOICES: Final = (PUBLISHED, *WEIGHT_FORMATS)
 
 ADVANCED_FIELDS: Final = ("gpus", "runtime", "gpu")
-FIELDS: Final = ("model", "weights", "kv", "context", "users", "speed", "gpus", "runtime",
+FIELDS: Final = ("model", "config", "weights", "kv", "context", "users", "speed", "gpus", "runtime",
                   "gpu")
 ENGINE_FIELDS: Final = {"weights": "weights", "kv_cache": "kv", "context": "context",
                         "concurrency": "users", "gpus": "gpus", "runtime": "runtime",
@@ -56,10 +62,26 @@ class ServeInput:
     gpus: int = 1
     runtime: str = "vllm"
     gpu: str = ""
+    config_text: str = ""
+    """A pasted config.json as typed (model "custom"), given back in the form."""
+    config: Mapping[str, Any] | None = field(default=None, repr=False)
+    """The pasted config.json as read, or the Hub repository's (set by the page)."""
+    hub: HubModel | None = field(default=None, repr=False)
+    """The Hugging Face repository the model field named, once looked up."""
 
     @property
     def advanced_set(self) -> bool:
         return self.gpus != 1 or self.runtime != "vllm" or bool(self.gpu)
+
+    @property
+    def is_custom(self) -> bool:
+        """A pasted config.json (it travels in no link)."""
+        return self.model == CUSTOM_MODEL
+
+    @property
+    def is_repo(self) -> bool:
+        """A Hugging Face repository id, not a catalog slug (``app/catalog/hub.py``)."""
+        return hub.is_repo_id(self.model)
 
     def query(self) -> dict[str, str]:
         """The non-default fields, for a shareable URL."""
@@ -93,8 +115,11 @@ class ServeInput:
 
     def request(self) -> ServingRequest:
         job = self.job_input()
-        return ServingRequest(job=job.job(), model_slug=self.model,
-                              gpu_slugs=(self.gpu,) if self.gpu else (),
+        gpus = (self.gpu,) if self.gpu else ()
+        if self.is_custom or self.hub is not None:
+            return ServingRequest(job=job.job(), model_config=self.config or {},
+                                  gpu_slugs=gpus, published_weights=job.published)
+        return ServingRequest(job=job.job(), model_slug=self.model, gpu_slugs=gpus,
                               published_weights=job.published)
 
 
@@ -104,9 +129,15 @@ def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
     form sends every field, so an empty one was emptied, and sizing 1 user for it would
     answer a question nobody asked: issue 30, point 3)."""
     errors = FieldErrors()
+    for name, multiline in (("model", False), ("config", True)):
+        if not forms.no_control(data, name, errors, multiline=multiline):
+            data = {**data, name: ""}
+    model = data.get("model", "").strip() or DEFAULT_MODEL
+    if len(model) > hub.MAX_MODEL_CHARS:
+        errors.add("model", N_("No such model in our catalog."))
+        model = DEFAULT_MODEL
     calc = ServeInput(
-        model=forms.text(data, "model", errors, default=DEFAULT_MODEL, max_length=100)
-        or DEFAULT_MODEL,
+        model=model,
         weights=forms.choice(data, "weights", errors, choices=WEIGHT_CHOICES, default=PUBLISHED),
         kv=forms.choice(data, "kv", errors, choices=KV_DTYPES, default="auto"),
         context=forms.integer(data, "context", errors, default=8192, minimum=1,
@@ -120,11 +151,19 @@ def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
         runtime=forms.choice(data, "runtime", errors, choices=RUNTIMES, default="vllm"),
         gpu=forms.text(data, "gpu", errors, max_length=100),
     )
+    if calc.is_custom:
+        calc.config_text = data.get("config", "")
+        # the one config.json reader every surface uses, worded as every page words it
+        calc.config = config_errors.read(calc.config_text, errors, "config")
     return calc, errors
 
 
 def engine_error_field(field: str) -> str:
-    """The form field a service error names (a config's fields belong to the model)."""
+    """The form field a service error names: a pasted config.json's fields
+    (``model_config.<name>``) go beside the pasted config, any other model problem beside the
+    model."""
+    if field == CONFIG_REQUEST_FIELD or field.startswith(f"{CONFIG_REQUEST_FIELD}."):
+        return "config"
     return ENGINE_FIELDS.get(field, "model")
 
 

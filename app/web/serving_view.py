@@ -134,7 +134,10 @@ class ServeView:
 
 def quote_url(calc: ServeInput, item: str) -> str:
     """The quote form for this item with every Serve input (``workload=serving``), so the
-    quote is sized, shown and stored as this serving job, not as a fine-tuning one."""
+    quote is sized, shown and stored as this serving job, not as a fine-tuning one; none for
+    a pasted config.json, which no link can carry."""
+    if calc.is_custom:
+        return ""
     return "/quote?" + urlencode({"item": item, "workload": "serving", **calc.quote_query()})
 
 

@@ -9,22 +9,122 @@ shared templates read) reaches both modes at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from itertools import groupby
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
 
+from app import caches
+from app.catalog import hub
 from app.catalog import search as catalog_search
+from app.catalog import service as catalog_service
+from app.catalog.hub import HubModel
 from app.catalog.schemas import Catalog, ModelRecord
-from app.errors import InvalidInput, NotFound
+from app.config import Settings
+from app.errors import DomainError, InvalidInput, NotFound, TooManyRequests, Unavailable
 from app.html import forms
 from app.html.forms import N_, FieldErrors
 from app.html.templating import render
+from app.ops.clients import client_identity
 from app.web import engine_errors, result_view
 
 _View = TypeVar("_View")
+
+
+class ModelChoosing(Protocol):
+    """A mode's parsed form as far as naming a model goes: the model field, and where it names
+    a Hugging Face repository, the config.json the page looked up for it."""
+
+    model: str
+    config: Mapping[str, Any] | None
+    hub: HubModel | None
+
+    @property
+    def is_repo(self) -> bool: ...
+
+
+_Calc = TypeVar("_Calc", bound=ModelChoosing)
+
+
+def choose_hub_model(request: Request, session: Session, catalog: Catalog,
+                     calc: ModelChoosing, errors: FieldErrors,
+                     headers: dict[str, str] | None = None) -> int | None:
+    """A Hugging Face repository id in the model field (either mode): the catalog's model of
+    that id, or the repository's config.json (``app/catalog/hub.py``); a refusal goes beside
+    the model field, with the status it carries (and ``Retry-After`` into ``headers`` for a
+    429 or a 503). A look-up that reaches the Hub counts against the client's
+    ``SIZER_HUB_LOOKUPS_PER_MINUTE`` (:func:`admit_hub_lookup`)."""
+    if not calc.is_repo or errors:
+        return None
+    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub,
+                              admit=partial(admit_hub_lookup, request))
+    try:
+        choice = hub.choose_model(session, catalog, calc.model, access=access)
+    except DomainError as exc:
+        engine_errors.add(errors, "model", exc)
+        if headers is not None and isinstance(exc, TooManyRequests):
+            headers["Retry-After"] = str(exc.retry_after_s)
+        elif headers is not None and isinstance(exc, Unavailable):
+            headers["Retry-After"] = str(int(hub.OUTAGE_MEMORY_S))
+        return exc.status_code
+    if choice.slug is not None:
+        calc.model = choice.slug
+    else:
+        calc.config, calc.hub = choice.config, choice.hub
+    return None
+
+
+def admit_hub_lookup(request: Request) -> None:
+    """Count one anonymous Hub look-up against the client's limit per minute (issue 24,
+    point 2); :class:`TooManyRequests` (429) beyond it. ``app.state.hub_limiter`` counts, in
+    Redis when ``SIZER_REDIS_URL`` is set."""
+    settings: Settings = request.app.state.settings
+    client = client_identity(request.client.host if request.client else None)
+    decision = request.app.state.hub_limiter.hit(client, limit=settings.hub_lookups_per_minute)
+    if not decision.allowed:
+        seconds = max(1, int(decision.reset_seconds))
+        raise TooManyRequests(
+            f"more than {decision.limit} Hugging Face look-ups a minute from this address; "
+            f"try again in {seconds} s, or give the model's config.json instead",
+            field="model", key="hub_rate_limited",
+            params={"limit": decision.limit, "seconds": seconds}, retry_after_s=seconds)
+
+
+def search_models(request: Request, session: Session, template: str, *, form: ModuleType,
+                  calc: _Calc, query: str, model: str,
+                  size: Callable[[Catalog, _Calc], tuple[object, int]]) -> HTMLResponse:
+    """Search-as-you-type in either mode: the model list filtered (the template's
+    ``model_options`` block, for htmx), with ``calc`` (the mode's defaults) choosing from it.
+
+    The current model stays chosen when it matches; otherwise the first match is chosen and
+    the ``models-filtered`` event makes the mode's form recalculate for it. A Hugging Face
+    repository id is offered and chosen (the form then sizes it). A search that finds nothing
+    says so beside the search box, leaves the list whole and the current model chosen, and
+    asks for no recalculation: the result on screen stays what it was."""
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
+    query = query[:catalog_search.MAX_QUERY_CHARS]
+    groups = model_groups(catalog.models, query)
+    headers = {"HX-Trigger-After-Settle": "models-filtered"}
+    no_match = False
+    if not groups:
+        groups, headers = model_groups(catalog.models), {}
+        if hub.is_repo_id(query.strip()):  # a Hub id: offered, chosen and sized by the form
+            calc.model = query.strip()
+            headers = {"HX-Trigger-After-Settle": "models-filtered"}
+        else:
+            no_match = True
+    slugs = [m.slug for _, models in groups for m in models]
+    if slugs and not calc.is_repo:
+        calc.model = model if model in slugs else slugs[0]
+    return render_sizing(
+        request, template, calc=calc, errors=FieldErrors(), catalog=catalog, form=form,
+        sized=(None, 200) if calc.is_repo else size(catalog, calc),
+        blocks=("model_options",), headers=headers, groups=groups, search=query,
+        no_match=no_match)
 
 
 def model_groups(models: tuple[ModelRecord, ...], query: str = "") -> list[tuple[str, list[Any]]]:

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -59,9 +60,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The app on a seeded temporary SQLite database, served by uvicorn in a thread."""
+def served_app(tmp_path_factory: pytest.TempPathFactory, **settings: Any) -> Iterator[str]:
+    """The app on a seeded temporary SQLite database, served by uvicorn in a thread, with these
+    settings over the browser tests' own (a fixture body: yields the address)."""
     _require_chromium()
     database_url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'sizer.db'}"
     migrate.upgrade(database_url)
@@ -71,12 +72,9 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     engine.dispose()
     # Every browser test asks for quotes from 127.0.0.1: the hourly limit per address (its own
     # tests are in tests/web) would refuse the eleventh of the session.
-    # The Hub is out of reach, at once (a closed port on this machine): the walk's case of a
-    # repository id typed while huggingface.co cannot be reached (issue 30, point 2), and no
-    # browser test ever waits on the internet.
-    app = create_app(load_settings(database_url=database_url, default_locale="en",
-                                   quote_rate_limit_per_hour=1000,
-                                   hub_endpoint="http://127.0.0.1:9", hub_timeout_s=2, **SELLER))
+    app = create_app(load_settings(**{
+        "database_url": database_url, "default_locale": "en", "quote_rate_limit_per_hour": 1000,
+        **SELLER, **settings}))
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
@@ -91,6 +89,14 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app for the browser tests. The Hub is out of reach, at once (a closed port on this
+    machine): the walk's case of a repository id typed while huggingface.co cannot be reached
+    (issue 30, point 2), and no browser test ever waits on the internet."""
+    yield from served_app(tmp_path_factory, hub_endpoint="http://127.0.0.1:9", hub_timeout_s=2)
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,12 @@ class Walk:
 
 @pytest.fixture
 def walk(browser: Any, base_url: str) -> Iterator[Any]:
+    yield from walking(browser, base_url)
+
+
+def walking(browser: Any, base_url: str) -> Iterator[Any]:
+    """A walk fixture's body: ``start(**options)`` opens a context on ``base_url``; each must
+    have talked to its own origin only."""
     walks: list[Walk] = []
 
     def start(**options: Any) -> Walk:

@@ -11,20 +11,18 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app import caches
 from app.api.v1 import schemas
 from app.api.v1 import serving as serving_api
-from app.api.v1.bodies import check_model_choice
+from app.api.v1.bodies import check_model_choice, resolved
 from app.api.v1.deps import require_partner
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import recommendations_out
 from app.api.v1.responses import AUTH_ERRORS, HUB_UNAVAILABLE, INVALID, NOT_FOUND
 from app.catalog import hub
 from app.catalog import service as catalog_service
-from app.catalog.schemas import Catalog
 from app.config import Settings
 from app.estimates import recommendations as recommendations_service
 from app.estimates import service as estimates_service
@@ -52,20 +50,6 @@ def to_request(body: schemas.EstimateInput, *, with_levers: bool = True) -> Esti
     check_model_choice(body.model, body.inline_config)
     return job_input(body).request(model_slug=body.model, model_config=body.inline_config,
                                    gpu_slugs=tuple(body.gpu), with_levers=with_levers)
-
-
-def resolved(request: Request, session: Session, catalog: Catalog,
-             body: schemas.EstimateInput) -> schemas.EstimateInput:
-    """The body with a Hugging Face repository id in ``model`` replaced by what it names
-    (``app/catalog/hub.py``): the catalog's model of that id, or the repository's config.json
-    as ``model_config``. Refusals name the field ``model`` (422, 404, or 503 while the Hub
-    cannot be reached)."""
-    if body.model is None or not hub.is_repo_id(body.model):
-        return body
-    access = hub.HubAccess.of(request.app.state.settings, caches.of(request).hub)
-    choice = hub.choose_model(session, catalog, body.model, access=access)
-    config = dict(choice.config) if choice.config is not None else None
-    return body.model_copy(update={"model": choice.slug, "inline_config": config})
 
 
 def serve_query(body: schemas.ServingInput) -> dict[str, str]:

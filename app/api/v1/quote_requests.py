@@ -13,9 +13,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from app import caches
 from app.api.v1 import schemas
 from app.api.v1 import serving as serving_api
+from app.api.v1.bodies import resolved
 from app.api.v1.catalog import decode_cursor, encode_cursor
 from app.api.v1.deps import Partner, require_partner
-from app.api.v1.estimates import resolved, serve_query, storefront_query, to_request
+from app.api.v1.estimates import serve_query, storefront_query, to_request
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import quote_request_out
 from app.api.v1.problems import ApiProblem
@@ -77,7 +78,8 @@ def create_quote_request(request: Request, session: DbSession, partner: Partner,
                 raise InvalidInput("a quote is for catalog cards; leave gpu_memory_bytes out",
                                    field="gpu_memory_bytes")
             view = partner_quotes.create_serving_request(
-                session, serving=serving_api.to_request(job),
+                session, serving=serving_api.to_request(resolved(request, session, catalog,
+                                                                 job)),
                 calculator_query=serve_query(job), **common)
         else:
             estimate = resolved(request, session, catalog, body.estimate)

@@ -591,7 +591,11 @@ class ServingInput(_In):
     )
 
     workload: Literal["serving"] = "serving"
-    model: Slug | None = Field(default=None, description="A catalog model's slug.")
+    model: ModelName | None = Field(
+        default=None, description="A catalog model's slug, or a Hugging Face repository id "
+        "(`Qwen/Qwen3-8B`, optionally `@revision`): the catalog's model of that id, else the "
+        "repository's config.json, fetched and kept with its commit.",
+        examples=["llama-3.1-8b", "Qwen/Qwen3-8B"])
     inline_config: dict[str, Any] | None = Field(
         default=None, alias="model_config",
         description="A Hugging Face config.json object (at most 256 KB), instead of `model`.",

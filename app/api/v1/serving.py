@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from app import caches
 from app.api.v1 import schemas
-from app.api.v1.bodies import check_model_choice
+from app.api.v1.bodies import check_model_choice, resolved
 from app.api.v1.deps import require_partner
 from app.api.v1.json_body import BoundedJsonRoute
 from app.api.v1.mappers import money
@@ -48,6 +48,7 @@ def create_serving_estimate(request: Request, session: DbSession,
     fast: the serving engine's document."""
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
+    body = resolved(request, session, catalog, body)
     return Response(serving.serving_json(catalog, to_request(body), cache=cached.estimates),
                     media_type="application/json")
 
@@ -58,6 +59,8 @@ def recommend_serving(request: Request, session: DbSession,
     ``"workload": "serving"``)."""
     cached = caches.of(request)
     catalog = catalog_service.get_catalog(session, cached.catalog)
+    asked = body.model
+    body = resolved(request, session, catalog, body)
     sizing, found = serving.serving_recommend(catalog, to_request(body, with_levers=False),
                                               cache=cached.estimates)
     settings: Settings = request.app.state.settings
@@ -65,8 +68,8 @@ def recommend_serving(request: Request, session: DbSession,
     items: list[schemas.ServingRecommendation] = []
     for rank, option in enumerate(found, start=1):
         item = f"{option.kind}:{option.slug}"
-        url = (settings.absolute_url(f"/quote?{urlencode({'item': item, 'model': body.model})}")
-               if body.model is not None else None)
+        url = (settings.absolute_url(f"/quote?{urlencode({'item': item, 'model': asked})}")
+               if asked is not None else None)
         speed = option.fit.decode_tokens_per_s
         items.append(schemas.ServingRecommendation(
             rank=rank, kind="gpu" if option.kind == "gpu" else "system", slug=option.slug,
