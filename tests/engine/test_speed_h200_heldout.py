@@ -1,0 +1,72 @@
+"""Training speed against 35 more steps measured on an H200 SXM on 2026-12-04, after the
+speed model was set (tests/fixtures/h200_steps/README.md): a held-out check, no constant was
+chosen on them.
+
+Each step's job runs as a user runs it (``sizer estimate ... --gpu h200-sxm --format json``,
+the arguments of :mod:`tests.engine.test_speed_h200` and the step's optimizer), and the H200
+SXM's ``training.tokens_per_s`` is compared with the measured tokens per second. The bound is
+the 15 steps' (each within 20 %, the median within 10 %). The steps the engine misses for a
+reason it does not model are listed in :data:`MISSED`, each with the reason; they are expected
+to miss (a strict xfail: a miss that starts to hold fails, and is then taken off the list).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.runner import sizer
+from tests.engine.test_speed_h200 import arguments
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200_steps"
+MEASURED: list[dict[str, Any]] = json.loads(
+    (FIXTURES / "h200-steps-2026-12-04.json").read_text())["cases"]
+STEPS = [step for step in MEASURED if step.get("tokens_per_s")]
+"""The steps that ran (one failed in transformers and is kept with its error)."""
+
+FLOOR = ("a small step: PyTorch's and PEFT's per-module work on the host (Python, kernel "
+         "launches) outlasts the GPU's arithmetic, a floor per step the engine does not model")
+MISSED = {
+    "lora-l1b-b1s512": FLOOR,
+    "lora-l8b-b1s512": FLOOR,
+    "lora-l8b-b1s1024-ck": FLOOR,
+    "lora-g9b-b1s4096-ck": ("Gemma 2 9B, one sequence of 4,096 tokens a step: 29.6 % slower "
+                            "than counted, not explained yet (a small batch, its soft-capped "
+                            "attention and 256k-word output layer)"),
+    "full-bf16-l8b-b1s2048-ck-paged8bit": ("paged 8-bit AdamW: its states live in CUDA "
+                                           "managed memory and page, which the engine does "
+                                           "not count"),
+}
+
+
+def _arguments(step: dict[str, Any]) -> list[str]:
+    return [*arguments(step), "--optimizer", str(step.get("opt", "adamw"))]
+
+
+@cache
+def error(step_id: str) -> float:
+    step = next(s for s in STEPS if s["id"] == step_id)
+    run = sizer(*_arguments(step))
+    assert run.code == 0, run.stderr
+    fit = next(f for f in json.loads(run.stdout)["fits"] if f["gpu"] == "h200-sxm")
+    predicted: float = fit["training"]["tokens_per_s"]
+    print(f"{step_id}: measured {step['tokens_per_s']:,.1f} tokens/s, predicted "
+          f"{predicted:,.1f}, error {predicted / step['tokens_per_s'] - 1:+.1%}")
+    return predicted / float(step["tokens_per_s"]) - 1
+
+
+@pytest.mark.parametrize("step_id", [
+    pytest.param(step["id"], marks=pytest.mark.xfail(reason=MISSED[step["id"]], strict=True))
+    if step["id"] in MISSED else step["id"] for step in STEPS])
+def test_each_held_out_step_within_20_percent(step_id: str) -> None:
+    assert abs(error(step_id)) <= 0.20
+
+
+def test_median_error_of_the_held_out_steps_within_10_percent() -> None:
+    assert len(STEPS) == 34 and set(MISSED) <= {step["id"] for step in STEPS}
+    assert statistics.median(abs(error(step["id"])) for step in STEPS) <= 0.10
