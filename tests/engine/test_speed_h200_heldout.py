@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.runner import sizer
-from tests.engine.test_speed_h200 import arguments
+from tests.engine.test_speed_h200 import arguments, predicted_error
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200_steps"
 MEASURED: list[dict[str, Any]] = json.loads(
@@ -50,14 +49,7 @@ def _arguments(step: dict[str, Any]) -> list[str]:
 
 @cache
 def error(step_id: str) -> float:
-    step = next(s for s in STEPS if s["id"] == step_id)
-    run = sizer(*_arguments(step))
-    assert run.code == 0, run.stderr
-    fit = next(f for f in json.loads(run.stdout)["fits"] if f["gpu"] == "h200-sxm")
-    predicted: float = fit["training"]["tokens_per_s"]
-    print(f"{step_id}: measured {step['tokens_per_s']:,.1f} tokens/s, predicted "
-          f"{predicted:,.1f}, error {predicted / step['tokens_per_s'] - 1:+.1%}")
-    return predicted / float(step["tokens_per_s"]) - 1
+    return predicted_error(next(s for s in STEPS if s["id"] == step_id), _arguments)
 
 
 @pytest.mark.parametrize("step_id", [
