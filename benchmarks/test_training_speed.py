@@ -16,8 +16,9 @@ import pytest
 
 from app.catalog.seed import load_seed_catalog
 from app.engine import Job
-from app.engine.estimate import model_states, speed_job
+from app.engine.job_speed import speed_job
 from app.engine.speed import Training, config_attention_layers, step_work, training
+from app.engine.step_model import model_states
 from app.estimates.service import gpu_spec
 
 CATALOG = load_seed_catalog()

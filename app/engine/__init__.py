@@ -8,7 +8,8 @@ contracts in pyproject.toml and tests/engine/test_purity.py hold it to that.
 from app.engine.architectures.approximate import shape_of
 from app.engine.architectures.registry import parse_config
 from app.engine.errors import EngineError
-from app.engine.estimate import ENGINE_VERSION, EstimateResult, GpuSpec, Job, estimate
+from app.engine.estimate import ENGINE_VERSION, EstimateResult, estimate
+from app.engine.job import GpuSpec, Job
 from app.engine.shapes import ModelShape
 
 __all__ = [

@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
+from app.engine.assumptions import APPROXIMATE_PART_TEXTS
 from app.engine.capabilities import BLACKWELL_MIN_CC, FP8_MIN_CC, parse_compute_capability
 from app.engine.errors import EngineError
-from app.engine.estimate import APPROXIMATE_PART_TEXTS, ENGINE_VERSION, _plain
+from app.engine.estimate import ENGINE_VERSION, plain
 from app.engine.serving_kv import BLOCK_TOKENS, KvLayout
 from app.engine.serving_weights import (
     FOUR_BIT_FORMATS,
@@ -297,7 +298,7 @@ class ServingResult:
 
     def to_dict(self) -> dict[str, object]:
         """The JSON document ``sizer serving`` prints and the API returns."""
-        data = _plain(self)
+        data = plain(self)
         assert isinstance(data, dict)
         del data["assumption_items"]
         return data

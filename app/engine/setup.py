@@ -28,9 +28,12 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 from app.engine import framework_litgpt as litgpt
-from app.engine.estimate import GpuSpec, Job, Setup, StepModels, job_training
+from app.engine.estimate import Setup
+from app.engine.job import GpuSpec, Job
+from app.engine.job_speed import job_training
 from app.engine.shapes import ModelShape
 from app.engine.speed import AttentionLayers
+from app.engine.step_model import StepModels
 
 LEVERS: Final = ("gradient_checkpointing", "micro_batch", "optimizer_8bit",
                  "offload_optimizer", "qlora")

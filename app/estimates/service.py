@@ -26,12 +26,13 @@ from app.engine import (
 )
 from app.engine import estimate as engine_estimate
 from app.engine.checkpointing import Checkpointing, CheckpointingSetting
-from app.engine.estimate import CardFit, Setup, StepModels
+from app.engine.estimate import CardFit, Setup
 from app.engine.framework_litgpt import as_built
 from app.engine.precision import BnbVersion, bnb_saves_inputs
 from app.engine.setup import cheapest_setup
 from app.engine.sharding import ShardingImpl, checked_impl
 from app.engine.speed import AttentionLayers, Training, config_attention_layers
+from app.engine.step_model import StepModels
 from app.errors import InvalidInput, NotFound
 from app.estimates import advice, job_limits
 

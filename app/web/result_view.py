@@ -15,17 +15,16 @@ from urllib.parse import urlencode
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine.estimate import (
-    LEVER_MAX_CARDS,
     PAGED_OPTIMIZER_WARNING,
     UNIFIED_MEMORY_WARNING,
     ZERO3_WITHOUT_NVLINK_WARNING,
     CardFit,
     EstimateResult,
-    Lever,
     Recommendation,
     Setup,
-    headroom_bytes,
 )
+from app.engine.job import headroom_bytes
+from app.engine.levers import LEVER_MAX_CARDS, Lever
 from app.engine.speed import Training
 from app.estimates.recommendations import StorefrontKey, storefront_key
 from app.estimates.service import Sizing, SystemFit

@@ -15,7 +15,7 @@ import statistics
 import pytest
 
 from app.engine import Job, estimate, overhead
-from app.engine.estimate import GpuSpec
+from app.engine.job import GpuSpec
 from tests.engine.reference import reference_shape as load_shape
 from tools.calibrate.external import reserved
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.estimate import MEASURED_WITHIN_PERCENT
+from app.engine.assumptions import MEASURED_WITHIN_PERCENT
 from tools.calibrate import accuracy
 
 MOE_PATH = accuracy.GRID_PATH.with_name("cpu-moe.json")

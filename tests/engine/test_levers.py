@@ -10,7 +10,9 @@ changes are tried.
 from __future__ import annotations
 
 from app.catalog.seed import load_seed_catalog
-from app.engine.estimate import LEVER_MAX_CARDS, Job, estimate, headroom_bytes
+from app.engine.estimate import estimate
+from app.engine.job import Job, headroom_bytes
+from app.engine.levers import LEVER_MAX_CARDS
 from app.estimates.service import gpu_spec
 from tests.engine.reference import reference_shape
 

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from app.engine.architectures.registry import parse_config
-from app.engine.estimate import Job, assumption_items, estimate
+from app.engine.assumptions import assumption_items
+from app.engine.estimate import estimate
+from app.engine.job import Job
 from app.engine.states import (
     KBIT_PREPARED_BYTES,
     LoraSetup,

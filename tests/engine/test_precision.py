@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.engine import EngineError, Job, estimate
-from app.engine.estimate import model_states, step_model
 from app.engine.precision import FRAMEWORK_PRESETS, FRAMEWORKS, PURE_BF16
+from app.engine.step_model import model_states, step_model
 from tests.engine.reference import reference_shape
 from tests.engine.test_properties import FAST, jobs, slugs
 

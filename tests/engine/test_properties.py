@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import Job
-from app.engine.estimate import model_states, step_model
+from app.engine.step_model import model_states, step_model
 from tests.engine.reference import reference_shape
 
 SLUGS = ["llama-3.1-8b", "qwen3-32b", "gemma-2-9b", "phi-3-mini-4k", "mixtral-8x7b", "gpt2-xl",

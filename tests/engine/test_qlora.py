@@ -12,8 +12,10 @@ import dataclasses
 import pytest
 
 from app.engine.activations import BNB_SAVED_INPUT_BYTES, bnb_saved_inputs_bytes_per_token
+from app.engine.assumptions import assumption_items
 from app.engine.errors import EngineError
-from app.engine.estimate import Job, assumption_items, estimate
+from app.engine.estimate import estimate
+from app.engine.job import Job
 from app.engine.precision import bnb_saves_inputs
 from app.engine.states import NF4_BITS, QUANT_STATE_MODULE_BYTES, base_weight_bytes
 from tests.engine.reference import reference_shape

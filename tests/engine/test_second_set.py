@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from app.engine.architectures.approximate import shape_of
-from app.engine.estimate import GpuSpec, Job, estimate
+from app.engine.estimate import estimate
+from app.engine.job import GpuSpec, Job
 from app.engine.serving_kv import kv_layout
 from app.engine.states import LoraSetup, lora_trainable_params
 

@@ -134,7 +134,7 @@ def check_gpt2_context(case: dict[str, Any]) -> None:
     """Context only (the ZeRO paper's GPT-2 1.5B): states of about 24 GB; activations at seq 1K,
     batch 32 several times the states; checkpointing cuts them by far more than half."""
     from app.engine import Job
-    from app.engine.estimate import step_model
+    from app.engine.step_model import step_model
 
     shape = reference_shape("gpt2-xl")
     states = states_for({"method": "full"}, "gpt2-xl").total_bytes
@@ -152,7 +152,7 @@ def check_qlora_context(case: dict[str, Any]) -> None:
     """Context only (QLoRA paper, 7B, batch 1): adapter tiny next to activations; checkpointing
     removes most of the per-layer activations."""
     from app.engine import Job
-    from app.engine.estimate import step_model
+    from app.engine.step_model import step_model
 
     shape = reference_shape("llama-7b")
     states = states_for({"method": "qlora"}, "llama-7b")

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engine import EngineError, Job, parse_config
-from app.engine.estimate import assumption_items, model_states, step_model, validate
+from app.engine.assumptions import assumption_items
+from app.engine.job import validate
 from app.engine.overhead import (
     FSDP_ALLOCATOR_RESERVE_FRACTION,
     NCCL_BUFFER_BYTES,
@@ -30,6 +31,7 @@ from app.engine.sharding import (
     unsharded_quant_state,
 )
 from app.engine.states import quant_state_bytes
+from app.engine.step_model import model_states, step_model
 from tests.engine.reference import SEED_MODELS, reference_shape
 
 LLAMA_70B = reference_shape("llama-3.3-70b")

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.engine import GpuSpec, Job, shape_of
-from app.engine.estimate import estimate, speed_job
+from app.engine.estimate import estimate
+from app.engine.job_speed import speed_job
 from app.engine.shapes import ModelShape
 from app.engine.speed import (
     BF16_BYTES,

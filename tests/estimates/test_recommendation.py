@@ -21,7 +21,7 @@ import pytest
 from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.engine import Job, estimate, shape_of
-from app.engine.estimate import GpuSpec
+from app.engine.job import GpuSpec
 from app.estimates import service
 from app.estimates.service import EstimateCache, EstimateRequest
 

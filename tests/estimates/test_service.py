@@ -14,8 +14,8 @@ from app.catalog.schemas import Catalog
 from app.catalog.seed import load_seed_catalog
 from app.engine import EstimateResult, GpuSpec, Job, ModelShape
 from app.engine import estimate as engine_estimate
-from app.engine.estimate import StepModels
 from app.engine.speed import AttentionLayers
+from app.engine.step_model import StepModels
 from app.errors import InvalidInput
 from app.estimates import service
 from app.estimates.service import EstimateCache, EstimateRequest

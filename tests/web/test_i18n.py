@@ -112,7 +112,7 @@ def test_every_message_has_a_german_translation_with_the_same_placeholders() -> 
 def test_the_engine_s_assumptions_and_lever_costs_are_translated(
     make_client: Callable[..., TestClient],
 ) -> None:
-    from app.engine.estimate import ASSUMPTION_TEXTS
+    from app.engine.assumptions import ASSUMPTION_TEXTS
     from app.web.result_view import ASSUMPTION_LABELS, LEVER_LABELS, LEVER_SPEEDS
 
     assert set(ASSUMPTION_LABELS) == set(ASSUMPTION_TEXTS)

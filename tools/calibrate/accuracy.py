@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.architectures.registry import parse_config
-from app.engine.estimate import ENGINE_VERSION, Job, estimate
+from app.engine.estimate import ENGINE_VERSION, estimate
+from app.engine.job import Job
 from app.engine.shapes import ModelShape
 from tools.calibrate import h200
 

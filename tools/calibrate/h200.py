@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.architectures.registry import parse_config
-from app.engine.estimate import Job, estimate
+from app.engine.estimate import estimate
+from app.engine.job import Job
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS_PATH = ROOT / "tests" / "fixtures" / "h200_steps" / "h200-steps.json"

@@ -1,0 +1,147 @@
+"""Levers: the single changes (and pairs of them, and ZeRO-3 over a few cards) that make a job
+fit a card it does not fit as set, each with its price in speed."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.engine.fit import StepModel
+from app.engine.job import GpuSpec, Job, headroom_bytes
+from app.engine.step_model import StepModels
+
+LEVER_MAX_CARDS = 8
+"""The most cards a lever spreads a job over: one HGX/DGX-class board holds 8 GPUs, the largest
+system a GPU shop sells as one machine (issue 18, point 6: "spread over 40 cards" is no
+advice)."""
+
+# Price in speed of each lever, as the article's sources state it.
+CHECKPOINTING_SPEED = (
+    "about 20-33 % slower: layers are recomputed in the backward pass "
+    "(Hugging Face: about 20 %; ZeRO paper: 33 % recompute overhead)"
+)
+ADAM_8BIT_SPEED = "about the same speed (bitsandbytes 8-bit Adam; 2 bytes of state per param)"
+LORA_SPEED = "faster per step; trains an adapter instead of every weight (quality may differ)"
+QLORA_SPEED = "slower per step: 4-bit weights are dequantised for every matmul"
+ACCUMULATION_SPEED = "same effective batch through gradient accumulation; lower GPU utilisation"
+CHUNKED_LOSS_SPEED = (
+    "about the same speed; needs a chunked or fused cross-entropy (Liger Kernel, torchtune)"
+)
+SHARDING_SPEED = "more cards; ZeRO-3/FSDP moves 1.5x the traffic of plain data parallelism"
+OFFLOAD_SPEED = "much slower optimizer step: states live in CPU memory (ZeRO-Offload)"
+
+
+@dataclass(frozen=True, slots=True)
+class Lever:
+    gpu: str
+    lever: str
+    change: dict[str, object]
+    total_bytes: int
+    free_bytes: int
+    speed: str
+
+
+def fewest_cards_zero3(models: StepModels, job: Job, usable_bytes: int,
+                       limit: int = 64) -> int | None:
+    """The fewest cards of this size that hold the job under ZeRO-3 (None beyond ``limit``).
+
+    Per-GPU bytes fall as cards are added, so the answer is found by bisection."""
+    def fits(n: int) -> bool:
+        return models.sharded(job, n).fits(usable_bytes, job.batch_size, job.seq_len)
+
+    if fits(1):
+        return 1
+    if not fits(limit):
+        return None
+    low, high = 1, limit
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+@dataclass(frozen=True, slots=True)
+class _LeverOption:
+    name: str
+    change: dict[str, object]
+    speed: str
+    job: Job
+
+
+def lever_options(job: Job) -> list[_LeverOption]:
+    """The single changes worth trying, in order of their price in speed."""
+    options: list[tuple[str, dict[str, object], str]] = []
+    if job.loss_head == "standard":
+        options.append(("chunked_loss", {"loss_head": "chunked"}, CHUNKED_LOSS_SPEED))
+    if job.optimizer in ("adamw", "paged_adamw_32bit"):
+        options.append(("adamw_8bit", {"optimizer": "adamw_8bit"}, ADAM_8BIT_SPEED))
+    if not job.gradient_checkpointing:
+        options.append(
+            ("gradient_checkpointing", {"gradient_checkpointing": True}, CHECKPOINTING_SPEED)
+        )
+    if job.batch_size > 1:
+        options.append(("accumulate", {"gradient_accumulation": 2}, ACCUMULATION_SPEED))
+    if job.method == "full":
+        options.append(("lora", {"method": "lora"}, LORA_SPEED))
+    if job.method == "lora":
+        options.append(("qlora", {"method": "qlora"}, QLORA_SPEED))
+    if job.offload == "none":
+        options.append(("offload_optimizer", {"offload": "optimizer"}, OFFLOAD_SPEED))
+    return [
+        _LeverOption(name, change, speed, dataclasses.replace(job, **change))  # type: ignore[arg-type]
+        for name, change, speed in options
+    ]
+
+
+def levers_for(
+    models: StepModels, job: Job, gpu: GpuSpec, options: Sequence[_LeverOption]
+) -> list[Lever]:
+    """Changes that make the job fit this card with :func:`headroom_bytes` to spare: single
+    changes cheapest in speed first, then pairs of them, then ZeRO-3 over at most
+    :data:`LEVER_MAX_CARDS` cards (alone, then with one change). A change that leaves less
+    than the headroom free is no advice and is left out."""
+    usable = gpu.usable_bytes
+    room = usable - headroom_bytes(usable)
+    found: list[Lever] = []
+
+    def attempt(name: str, change: dict[str, object], speed: str, model: StepModel) -> None:
+        if "gradient_accumulation" in change:
+            batch = model.max_batch_size(room, job.seq_len)
+            if batch < 1:
+                return
+            change = {**change, "batch_size": batch,
+                      "gradient_accumulation": math.ceil(job.batch_size / batch)}
+            total = model.total_bytes(batch, job.seq_len)
+        else:
+            total = model.total_bytes(job.batch_size, job.seq_len)
+        if total <= room:
+            found.append(Lever(gpu.slug, name, change, total, usable - total, speed))
+
+    for option in options:
+        attempt(option.name, option.change, option.speed, models.get(option.job))
+    for first, second in itertools.combinations(options, 2):
+        if first.change.keys() & second.change.keys():
+            continue
+        change = {**first.change, **second.change}
+        variant = dataclasses.replace(job, **change)  # type: ignore[arg-type]
+        attempt(f"{first.name}+{second.name}", change, f"{first.speed}; {second.speed}",
+                models.get(variant))
+    cards = fewest_cards_zero3(models, job, room, limit=LEVER_MAX_CARDS)
+    if cards is not None and cards > 1:
+        attempt("shard_zero3", {"gpus": cards, "sharding": "zero3"}, SHARDING_SPEED,
+                models.sharded(job, cards))
+    elif cards is None:
+        for option in options:
+            cards = fewest_cards_zero3(models, option.job, room, limit=LEVER_MAX_CARDS)
+            if cards is not None and cards > 1:
+                attempt(f"{option.name}+shard_zero3",
+                        {**option.change, "gpus": cards, "sharding": "zero3"},
+                        f"{option.speed}; {SHARDING_SPEED}", models.sharded(option.job, cards))
+                break
+    return found
