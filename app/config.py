@@ -27,8 +27,6 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from app import paths
 
@@ -45,6 +43,11 @@ SEED_DIR: Path = paths.SEED_DIR
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/sizer.db"
 """Relative to the working directory, as ``make run`` starts from the checkout."""
+DEFAULT_DATABASE_FILE = Path("data/sizer.db")
+"""The file :data:`DEFAULT_DATABASE_URL` names (``app.db.urls.sqlite_file`` of it, which
+tests/test_config.py holds it to), for asking whether it is there without SQLAlchemy's URL
+parser: ``sizer estimate`` in a fresh checkout answers from the seed files without importing
+SQLAlchemy."""
 
 DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
 """Where Hub repository ids are looked up unless SIZER_HUB_ENDPOINT or HF_ENDPOINT say."""
@@ -325,6 +328,11 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:
+        if value == DEFAULT_DATABASE_URL:  # a SQLite file: SQLAlchemy only for another URL
+            return value
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
         try:
             url = make_url(value)
         except ArgumentError as exc:

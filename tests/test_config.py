@@ -149,3 +149,14 @@ def test_default_database_lives_under_data_in_the_working_directory(
     result = _sizer(monkeypatch, tmp_path, "db", "upgrade")
     assert result.code == 0, result.stderr
     assert (tmp_path / "data" / "sizer.db").is_file()
+
+
+def test_the_default_database_file_is_the_one_its_url_names() -> None:
+    """``sizer estimate`` asks whether the default SQLite file is there without SQLAlchemy's
+    URL parser (app/cli/estimate.py); the file it asks for is the URL's."""
+    from sqlalchemy.engine import make_url
+
+    from app.config import DEFAULT_DATABASE_FILE
+    from app.db.urls import sqlite_file
+
+    assert sqlite_file(make_url(DEFAULT_DATABASE_URL)) == DEFAULT_DATABASE_FILE

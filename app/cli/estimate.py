@@ -189,14 +189,14 @@ def load_catalog(*, offline: bool = False) -> CatalogSource:
     if offline:
         print(OFFLINE_NOTE, file=sys.stderr)
         return CatalogSource(load_seed_catalog(), None)
-    from app.config import ConfigurationError, load_settings
+    from app.config import DEFAULT_DATABASE_FILE, ConfigurationError, load_settings
 
     try:
         settings = load_settings()
     except ConfigurationError as error:
         raise CliError(str(error)) from error
     url = settings.database_url
-    if "database_url" not in settings.model_fields_set and _sqlite_file_missing(url):
+    if "database_url" not in settings.model_fields_set and not DEFAULT_DATABASE_FILE.exists():
         print(NO_DATABASE_NOTE.format(url=url), file=sys.stderr)
         return CatalogSource(load_seed_catalog(), None)
     return CatalogSource(_database_catalog(url), url)

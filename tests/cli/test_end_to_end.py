@@ -43,17 +43,33 @@ SEED_PATH_SPARES = ("sqlalchemy", "pydantic", "pydantic_settings", "prometheus_c
 web's metrics (each a noticeable share of the command's start; benchmarks/test_cli_speed.py)."""
 
 
-def test_the_seed_path_imports_neither_the_database_nor_the_settings(tmp_path: Path) -> None:
+def _imported(argv: list[str], names: tuple[str, ...], cwd: Path) -> list[str]:
+    """Which of ``names`` ``sizer`` has imported once it has run ``argv`` in ``cwd``."""
     code = (
         "import sys\n"
         "from app.cli import main\n"
-        "main(['estimate', '--offline', '--model', 'llama-3.1-8b', '--method', 'lora'])\n"
-        f"print(','.join(m for m in {SEED_PATH_SPARES!r} if m in sys.modules), "
-        "file=sys.stderr)\n"
+        f"main({argv!r})\n"
+        f"print(','.join(m for m in {names!r} if m in sys.modules), file=sys.stderr)\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_clean_env(),
+    run = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=_clean_env(),
                          capture_output=True, text=True, check=True, timeout=TIMEOUT_S)
-    assert run.stderr.splitlines()[-1] == ""
+    return [name for name in run.stderr.splitlines()[-1].split(",") if name]
+
+
+def test_the_seed_path_imports_neither_the_database_nor_the_settings(tmp_path: Path) -> None:
+    assert _imported([*ESTIMATE, "--offline"], SEED_PATH_SPARES, tmp_path) == []
+
+
+NO_DATABASE_SPARES = ("sqlalchemy", "alembic", "prometheus_client", "fastapi", "jinja2",
+                      "app.db")
+"""What ``sizer estimate`` does without in a fresh checkout (SIZER_DATABASE_URL unset, no
+``data/sizer.db``): it reads and checks the settings, then the seed files, never the database
+layer (SQLAlchemy alone is about half the command's start)."""
+
+
+def test_the_no_database_path_imports_no_database_layer(tmp_path: Path) -> None:
+    assert _imported(list(ESTIMATE), NO_DATABASE_SPARES, tmp_path) == []
+    assert _imported(list(ESTIMATE), ("pydantic_settings",), tmp_path) == ["pydantic_settings"]
 
 
 def test_a_closed_output_pipe_ends_quietly(tmp_path: Path) -> None:
