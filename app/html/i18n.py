@@ -132,10 +132,21 @@ def format_gb(value_bytes: int | float, lang: str) -> str:
     return f"{formatted}\u00a0GB"
 
 
+THOUSANDTHS = Decimal("0.001")
+"""Babel's decimal pattern for English and German ("#,##0.###"): at most three decimals."""
+
+
 def format_number(value: int | float, lang: str) -> str:
     """A whole or decimal number with the locale's grouping and decimal sign."""
     if isinstance(value, int) and not isinstance(value, bool):
         return _grouped(value, 0, lang)
+    if type(value) is float and lang in LANGUAGE_NAMES and abs(value) < 1e15:
+        # What Babel's pattern writes, without its machinery (a result fragment formats its
+        # training hours this way): the float's shortest text rounded half to even to three
+        # decimals, trailing zeros and a bare decimal sign dropped; within the default 28
+        # digits of precision, so no wider context is needed.
+        text = _grouped(Decimal(repr(value)).quantize(THOUSANDTHS), 3, lang)
+        return text.rstrip("0").rstrip(_separators(lang)[ord(".")])
     with _digits(value):
         return format_decimal(value, locale=_locale(lang))
 

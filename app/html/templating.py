@@ -37,6 +37,18 @@ def _gettext(context: Context, message: str) -> str:
 
 
 @pass_context
+def _translate(context: Context, message: str, **variables: Any) -> str:
+    """``_()`` in a template, as the i18n extension's newstyle ``_`` gives it (the message in
+    the request's language, markup-safe where autoescaping is on, always %-formatted with the
+    keyword values, so ``%%`` is a percent sign) in one call where the extension's alias takes
+    three: a result fragment asks for about 300 messages."""
+    text = i18n.translations(context["lang"]).gettext(message)
+    if context.eval_ctx.autoescape:
+        text = Markup(text)
+    return text % variables
+
+
+@pass_context
 def _ngettext(context: Context, singular: str, plural: str, n: int) -> str:
     return i18n.translations(context["lang"]).ngettext(singular, plural, n)
 
@@ -117,6 +129,7 @@ def environment() -> Environment:
     env.install_gettext_callables(  # type: ignore[attr-defined]
         _gettext, _ngettext, newstyle=True
     )
+    env.globals["_"] = _translate
     env.filters["gb"] = _gb
     env.filters["number"] = _number
     env.filters["eur"] = _eur

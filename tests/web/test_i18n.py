@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import random
 import re
 from collections.abc import Callable
+from decimal import localcontext
 from pathlib import Path
 
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
+from babel.numbers import format_decimal
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
@@ -82,6 +85,24 @@ def test_formatting_filters() -> None:
     assert i18n.format_gb(1_129_000_000_000, "en") == "1,129\u00a0GB"
     assert i18n.format_gb(16_731_611_136, "de") == "16,7\u00a0GB"
     assert i18n.format_number(4096, "de") == "4.096"
+    assert i18n.format_number(3.1, "de") == "3,1"
+    assert i18n.format_number(1234.5675, "en") == "1,234.568"
+
+
+def test_decimal_numbers_read_as_babel_writes_them() -> None:
+    """The page formats its decimal figures (hours, sizes) without Babel's pattern machinery;
+    every float reads as ``babel.numbers.format_decimal`` writes it, in both languages and in
+    a locale of another pattern, at the rounding edges and far beyond the page's range."""
+    rnd = random.Random(30)
+    values = [0.0, -0.0, 0.0005, 0.0015, 0.0025, -0.0004, 999.9995, 0.1 + 0.2, 1e14 + 0.5,
+              1e15, 1e20, 1e-9, float("inf"), float("nan")]
+    values += [rnd.randint(0, 10**7) / rnd.choice([8, 1000, 2000]) for _ in range(3000)]
+    values += [10 ** rnd.uniform(-9, 22) * rnd.choice([1, -1]) for _ in range(3000)]
+    for lang in ("de", "en", "de_CH"):
+        for value in values:
+            with localcontext(prec=60):
+                expected = format_decimal(value, locale=lang)
+            assert i18n.format_number(value, lang) == expected, (lang, value)
 
 
 def _source_messages() -> set[str]:
