@@ -36,6 +36,7 @@ from itertools import compress
 from operator import attrgetter, floordiv, lt, mul
 from typing import Literal
 
+from app.engine import framework_unsloth as unsloth
 from app.engine.activations_hybrid import average_layer_bytes
 from app.engine.shapes import ModelShape
 from app.engine.states import LoraSetup, Method, MoeLora, lora_target_specs, packed_specs
@@ -130,6 +131,8 @@ class ActivationSetup:
     loss_head: LossHead = "standard"
     activation_offload: bool = False
     bnb_saves_inputs: bool = False
+    # Unsloth's LoRA kernels and checkpointing (framework_unsloth.py, points 3 and 5).
+    unsloth: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +398,8 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
     """Coefficients of every activation term for this model and setup."""
     if setup.method == "full":
         layer = full_layer_bytes_per_token(shape, setup.regime)
+    elif setup.unsloth and unsloth.fast_lora_applies(shape, setup.lora):
+        layer = unsloth.fast_lora_layer_bytes_per_token(shape)
     else:
         layer = lora_layer_bytes_per_token(shape, setup.lora or LoraSetup())
         if setup.regime == "qlora":
@@ -412,7 +417,8 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
     masks = mask_bytes_per_token_per_seq(shape, setup.attention, setup.regime)
     forward_only_quad = masks
     if setup.gradient_checkpointing:
-        kept_inputs = min(layers, OFFLOAD_STASH_TENSORS) if setup.activation_offload else layers
+        stash = unsloth.CHECKPOINTS_ON_GPU if setup.unsloth else OFFLOAD_STASH_TENSORS
+        kept_inputs = min(layers, stash) if setup.activation_offload else layers
         saved = CHECKPOINT_INPUT_BYTES[setup.regime] * shape.hidden_size * kept_inputs
         saved_quad = masks
         forward_only_quad = 0

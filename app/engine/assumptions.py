@@ -159,11 +159,15 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "litgpt_no_sync": "LitGPT accumulates gradients under FSDP's no_sync: each GPU holds the "
     "whole, unsharded gradients of every layer that trains anything, frozen weights included "
     "(use_orig_params), until the synchronising micro-step",
-    "framework_unsloth": "Unsloth as it runs: fp32 adapters under bf16 autocast (a full "
-    "fine-tune in pure bf16), its fused cross-entropy without full logits (Apple's Cut Cross "
-    "Entropy, counted as the chunked loss) and, with gradient checkpointing, its checkpoints "
-    "offloaded to CPU memory; its own LoRA kernels and QLoRA preparation are not modelled (no "
-    "source states their bytes): PEFT's layout is counted, the larger",
+    "framework_unsloth": (
+        "Unsloth as it runs: fp32 adapters under bf16 autocast (a full fine-tune in pure bf16),"
+        " its fused cross-entropy without full logits (counted as the chunked loss), its LoRA "
+        "kernels (a recomputed layer keeps its norms' outputs, q, k, v and the attention "
+        "output, the residual, the MLP's gate and up outputs and one gradient of their width), "
+        "embeddings, lm_head and norms left in bf16, expandable segments and, with gradient "
+        "checkpointing, its checkpoints offloaded to CPU memory (three layer inputs stay on the"
+        " GPU)"
+    ),
 }
 """The English wording of each assumption (the API's and the CLI's); pages translate by key."""
 

@@ -73,7 +73,11 @@ from app.engine.step_model import StepModels, model_states, single_gpu_job_state
 # full logits and its checkpoints offloaded to CPU memory; the allocator's stranded blocks only
 # at the moments whose requests cannot reuse them (the loss head and the forward), and no
 # layers' segments beside a chunked loss (issue 28, point 3).
-ENGINE_VERSION = "1.16.0"
+# 1.17.0: --framework unsloth counts Unsloth's own LoRA kernels (the tensors its fused LoRA
+# functions save), its frozen embeddings, lm_head and norms in bf16, the expandable segments it
+# sets and the three layer inputs its offloaded checkpointing keeps on the GPU
+# (framework_unsloth.py; issue 28, point 2).
+ENGINE_VERSION = "1.17.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine import framework_litgpt as litgpt
+from app.engine.framework_unsloth import UNSLOTH
 from app.engine.activations import ATTENTIONS, LOSS_HEADS, Attention, LossHead
 from app.engine.errors import EngineError
 from app.engine.precision import (
@@ -252,7 +253,8 @@ def prepares_kbit(job: Job) -> bool:
     dtype"), so the norms cannot be fp32 there; TRL's SFTTrainer skips the call for sharded
     QLoRA for that reason ("one should never call ... prepare_model_for_kbit_training when
     doing QLoRA + FSDP / DS-Zero3", ``is_sharded_qlora``)."""
-    return kbit_prepared(job.method, job.training_precision) and not fsdp_sharded(job)
+    return kbit_prepared(job.method, job.training_precision) and not fsdp_sharded(job) \
+        and job.framework != UNSLOTH
 
 
 def fsdp_gathers_bf16(job: Job) -> bool:

@@ -210,7 +210,9 @@ def weight_terms(ctx: StepContext) -> tuple[int, int, int]:
         weights_static = states.weights_bytes
         # autocast's bf16 copies of fp32 adapters, kept from their forward to their backward;
         # bf16 adapters need none.
-        fp32_adapters = job.method != "full" and ctx.dtypes.adapter_dtype == "fp32"
+        # (Unsloth's kernels cast per matmul and save the fp32 originals: framework_unsloth.)
+        fp32_adapters = job.method != "full" and ctx.dtypes.adapter_dtype == "fp32" \
+            and job.framework != unsloth.UNSLOTH
         copies = 2 * states.trainable_params // ctx.weight_shards if fp32_adapters else 0
         head_copies = 0
     if ctx.prepared:
@@ -278,7 +280,7 @@ def activation_terms(ctx: StepContext) -> ActivationProfile:
             method=job.method, regime=regime, attention=job.attention,
             gradient_checkpointing=job.gradient_checkpointing, lora=job.lora,
             loss_head=job.loss_head, activation_offload=job.activation_offload,
-            bnb_saves_inputs=job.bnb_saves_inputs,
+            bnb_saves_inputs=job.bnb_saves_inputs, unsloth=job.framework == unsloth.UNSLOTH,
         ),
     )
 
