@@ -486,7 +486,8 @@ def achieved_fraction(tokens_per_gpu: int, compute_capability: str = "8.0") -> f
 @dataclass(frozen=True, slots=True)
 class StepWork:
     """One job's work per optimizer step on each of its GPUs, card-independent: computed once
-    per estimate and held against every card (:func:`training`), which then only divides."""
+    per estimate and held against every card (:func:`training`), which then only divides its
+    few sums by the card's peak, bandwidth and link."""
 
     tokens: int
     """Tokens per GPU per micro-step (micro-batch x sequence)."""
@@ -496,37 +497,50 @@ class StepWork:
     communication_bytes: float
     gradient_accumulation: int
     gpus: int
-    matmul_flops: float
-    """FLOPs of one micro-step's linear layers, adapters, recompute and lm_head on one GPU."""
-    attention_flops: float
-    """FLOPs of one micro-step's attention scores and values on one GPU."""
     model_flops: float
     """FLOPs per token without the recompute (what MFU counts)."""
-    token_fraction: float
-    """``T / (T + HALF_TOKENS)`` of :func:`achieved_fraction` for this job's ``tokens``."""
-    micro_bytes: float
-    """Memory-bound bytes of one micro-step (``memory.per_micro_step``)."""
+    peak_flops_hopper: float
+    """One micro-step's matmul and attention FLOPs on one GPU, each divided by its achieved
+    share on Hopper (:func:`achieved_fraction` at this job's tokens,
+    :data:`ATTENTION_FRACTION_HOPPER`): the seconds of the compute at a peak of 1 FLOP/s."""
+    peak_flops: float
+    """...and on the other architectures (:data:`PEAK_FRACTION`, :data:`ATTENTION_FRACTION`)."""
+    step_bytes: float
+    """Memory-bound bytes of one optimizer step: every micro-step's and the optimizer's."""
+    fixed_seconds: float
+    """Seconds that depend on no card figure: every micro-step's fixed kernel times and the
+    host transfers of offload."""
+    tokens_per_step: int
+    """Tokens of one optimizer step over all the job's GPUs."""
 
 
 def step_work(shape: ModelShape, job: SpeedJob, layers: AttentionLayers | None = None
               ) -> StepWork:
-    """The job's FLOPs, bytes and transfers per step (see the module docstring)."""
+    """The job's FLOPs, bytes and transfers per step (see the module docstring), summed once
+    into what :func:`step_seconds` divides by each card's figures."""
     tokens = job.batch_size * job.seq_len
     flops = flop_terms(shape, job, layers)
     memory = memory_terms(shape, job, layers)
+    offload = offload_seconds(job)
+    accumulation = job.gradient_accumulation
+    token_fraction = tokens / (tokens + HALF_TOKENS)
+    matmul = tokens * (flops.total - flops.attention)
+    attention = tokens * flops.attention
     return StepWork(
         tokens=tokens,
         flops=flops,
         memory=memory,
-        offload_seconds=offload_seconds(job),
+        offload_seconds=offload,
         communication_bytes=communication_bytes(shape, job),
-        gradient_accumulation=job.gradient_accumulation,
+        gradient_accumulation=accumulation,
         gpus=job.gpus,
-        matmul_flops=tokens * (flops.total - flops.attention),
-        attention_flops=tokens * flops.attention,
         model_flops=flops.model,
-        token_fraction=tokens / (tokens + HALF_TOKENS),
-        micro_bytes=memory.per_micro_step,
+        peak_flops_hopper=(matmul / (PEAK_FRACTION_HOPPER * token_fraction)
+                           + attention / ATTENTION_FRACTION_HOPPER),
+        peak_flops=matmul / (PEAK_FRACTION * token_fraction) + attention / ATTENTION_FRACTION,
+        step_bytes=accumulation * memory.per_micro_step + memory.optimizer,
+        fixed_seconds=accumulation * memory.fixed_seconds + offload,
+        tokens_per_step=tokens * accumulation * job.gpus,
     )
 
 
@@ -534,18 +548,12 @@ def step_seconds(work: StepWork, card: CardSpeed, tflops: float | None = None) -
     """Seconds of one optimizer step on each of the job's GPUs: the micro-steps' matmuls and
     memory-bound parts, the optimizer step, host transfers, and what of the communication
     the forward and backward do not hide. The card has its figures (:func:`training` checks)."""
-    hopper = card.compute_capability.startswith(HOPPER_CC)
     peak = (tflops or card.matmul_tflops or 0.0) * 1e12
     bandwidth = (card.memory_bandwidth_gbps or 0.0) * 1e9 * MEMORY_EFFICIENCY
-    # achieved_fraction() and attention_fraction(), with the job's token share computed once
-    matmul_share = (PEAK_FRACTION_HOPPER if hopper else PEAK_FRACTION) * work.token_fraction
-    attention_share = ATTENTION_FRACTION_HOPPER if hopper else ATTENTION_FRACTION
-    compute = (work.matmul_flops / (peak * matmul_share)
-               + work.attention_flops / (peak * attention_share))
-    memory = work.memory
-    micro = compute + work.micro_bytes / bandwidth + memory.fixed_seconds
-    seconds = work.gradient_accumulation * micro + memory.optimizer / bandwidth
-    seconds += work.offload_seconds
+    hopper = card.compute_capability.startswith(HOPPER_CC)
+    compute = (work.peak_flops_hopper if hopper else work.peak_flops) / peak
+    computing = work.gradient_accumulation * compute
+    seconds = computing + work.step_bytes / bandwidth + work.fixed_seconds
     if work.communication_bytes:
         link = card.interconnect_bandwidth_gbps or 0.0
         efficiency = LINK_EFFICIENCY.get(card.interconnect, LINK_EFFICIENCY["pcie"])
@@ -553,10 +561,14 @@ def step_seconds(work: StepWork, card: CardSpeed, tflops: float | None = None) -
         link_bytes_per_s = link / 2 * 1e9 * efficiency
         # overlapped with the forward and backward (DDP's buckets, FSDP/ZeRO-3 prefetch):
         # only what outlasts them adds to the step
-        exposed = (work.communication_bytes / link_bytes_per_s
-                   - work.gradient_accumulation * compute)
-        seconds += max(0.0, exposed)
+        seconds += max(0.0, work.communication_bytes / link_bytes_per_s - computing)
     return seconds
+
+
+def _rounded(value: float, scale: float) -> float:
+    """``value`` to ``1 / scale`` (``scale`` a power of ten): ``round(value, digits)`` for
+    every figure that is not within a rounding error of a half, a tenth of its cost."""
+    return round(value * scale) / scale
 
 
 def training(work: StepWork, card: CardSpeed, *, dataset_tokens: int, epochs: int
@@ -570,10 +582,10 @@ def training(work: StepWork, card: CardSpeed, *, dataset_tokens: int, epochs: in
     if work.communication_bytes and not card.interconnect_bandwidth_gbps:
         return None
     seconds = step_seconds(work, card, tflops)
-    per_s = work.tokens * work.gradient_accumulation * work.gpus / seconds
+    per_s = work.tokens_per_step / seconds
     return Training(
-        tokens_per_s=round(per_s, 1),
-        step_seconds=round(seconds, 4),
-        hours=round(dataset_tokens * epochs / per_s / 3600, 2),
-        mfu=round(per_s * work.model_flops / (tflops * 1e12 * work.gpus), 3),
+        tokens_per_s=_rounded(per_s, 10),
+        step_seconds=_rounded(seconds, 10_000),
+        hours=_rounded(dataset_tokens * epochs / per_s / 3600, 100),
+        mfu=_rounded(per_s * work.model_flops / (tflops * 1e12 * work.gpus), 1000),
     )
