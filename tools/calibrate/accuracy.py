@@ -264,6 +264,8 @@ def readme_block(document: Mapping[str, Any]) -> str:
         ]
     if document.get("h200"):
         lines += ["", *h200.markdown_block(document["h200"])]
+    if document.get("h200_heldout"):
+        lines += ["", *h200.heldout_markdown_block(document["h200_heldout"])]
     lines += [
         "",
         "<details><summary>Every case</summary>",
@@ -359,6 +361,8 @@ def published_document() -> tuple[dict[str, Any], list[CaseComparison], list[Cas
     document = accuracy_document(grid, rows, heldout, heldout_rows)
     steps = h200.load_steps()
     document["h200"] = h200.document(steps, h200.compare(steps))
+    if h200.HELDOUT_PATH.is_file():
+        document["h200_heldout"] = h200.heldout_document(h200.load_steps(h200.HELDOUT_PATH))
     return document, rows, heldout_rows
 
 
