@@ -291,7 +291,7 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
     """
     # The ORM only for writing: reading the seed files (above) must not import it.
     from app.catalog import repository, revision
-    from app.db.tables import GpuSku, ModelCard, System
+    from app.db.tables import GpuSku, System
 
     data = read_seed(seed_dir)
     report = SeedReport()
@@ -325,6 +325,22 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
             changed = _apply(existing_system, system, (*SYSTEM_FACTS, "gpu_sku_id"), system_facts)
             report.note("system", "updated" if changed else "unchanged", system.slug)
 
+    _seed_models(session, data, report)
+
+    session.flush()
+    if report.changed:
+        # The revision alone: the seed runs in its own process (``sizer db seed``), whose
+        # workers see the new revision at their next check. A process that seeds and then
+        # reads through a CatalogCache of its own asks with ``fresh=True`` or forgets it.
+        revision.bump(session)
+    return report
+
+
+def _seed_models(session: Session, data: SeedData, report: SeedReport) -> None:
+    """Insert the seed's missing model cards and refresh the facts of existing ones."""
+    from app.catalog import repository
+    from app.db.tables import ModelCard
+
     model_rows = repository.model_rows_by_slug(session)
     for model in data.models:
         config = {"config": dict(model.config)}
@@ -337,11 +353,3 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
         else:
             changed = _apply(existing_model, model, MODEL_FACTS, config)
             report.note("model_card", "updated" if changed else "unchanged", model.slug)
-
-    session.flush()
-    if report.changed:
-        # The revision alone: the seed runs in its own process (``sizer db seed``), whose
-        # workers see the new revision at their next check. A process that seeds and then
-        # reads through a CatalogCache of its own asks with ``fresh=True`` or forgets it.
-        revision.bump(session)
-    return report

@@ -101,6 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expandable-segments", action="store_true",
                         help="PyTorch's allocator with PYTORCH_CUDA_ALLOC_CONF="
                         "expandable_segments:True (Unsloth, axolotl): a smaller reserve")
+    _add_precision_arguments(parser)
+    add_card_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_precision_arguments(parser: argparse.ArgumentParser) -> None:
+    """The dtypes, the framework whose recipes set them, and QLoRA's bitsandbytes."""
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="amp: fp32 master weights, bf16 autocast; bf16: pure bf16 "
                         "(default: as --framework trains)")
@@ -114,8 +121,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="QLoRA's bitsandbytes: current (0.43.2 or later) or 0.41 (0.41 to "
                         "0.43.1, which kept every 4-bit layer's input, as most 2023-2024 "
                         "published QLoRA figures were measured)")
-    add_card_arguments(parser)
-    parser.set_defaults(func=run)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -173,7 +173,14 @@ ASSUMPTION_TEXTS: dict[str, str] = {
 
 
 def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
-    """What the figures take for granted, as keys and values a page can translate."""
+    """What the figures take for granted, as keys and values a page can translate: the model's
+    own, those every estimate makes, the method's and framework's, the experts', the cards'."""
+    return tuple(_model_items(shape, job) + _common_items(job) + _method_items(shape, job)
+                 + _expert_items(shape, job) + _gpu_items(shape, job))
+
+
+def _model_items(shape: ModelShape, job: Job) -> list[Assumption]:
+    """How the model was counted: approximately, with towers, hybrid layers."""
     items: list[Assumption] = []
     if shape.approximation is not None:
         items.append(("approximate", {"model_type": shape.approximation.model_type,
@@ -194,7 +201,12 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
             "mixers": shape.mixer.layers, "layers": shape.num_layers,
             "kind": "Gated DeltaNet" if shape.mixer.kind == "gated_deltanet" else "Mamba-2",
         }))
-    items += [
+    return items
+
+
+def _common_items(job: Job) -> list[Assumption]:
+    """What every estimate assumes: units, states, activations, overhead."""
+    return [
         ("units", {}),
         ("states_zero" if job.accounting == "zero" else "states_hf", {}),
         ("activations", {}),
@@ -204,6 +216,11 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
         ("overhead", {}),
         _reserve_item(job),
     ]
+
+
+def _method_items(shape: ModelShape, job: Job) -> list[Assumption]:
+    """The precision, the framework, and what LoRA and QLoRA hold."""
+    items: list[Assumption] = []
     dtypes = job.training_precision
     items.append(("precision_bf16" if dtypes.precision == "bf16" else "precision_amp", {}))
     if job.framework != "hf":
@@ -221,6 +238,12 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
                       "qlora_fsdp_unprepared" if fsdp_sharded(job) and dtypes.precision == "amp"
                       else "qlora_base_dtype", {}))
         items.append(("bnb_saves_inputs" if job.bnb_saves_inputs else "bnb_current", {}))
+    return items
+
+
+def _expert_items(shape: ModelShape, job: Job) -> list[Assumption]:
+    """Mixtures of experts, MLA, attention sinks and Gemma 4."""
+    items: list[Assumption] = []
     if shape.is_moe:
         items.append(("moe", {"experts": shape.experts_per_token}))
         if job.method != "full":
@@ -238,11 +261,17 @@ def assumption_items(shape: ModelShape, job: Job) -> tuple[Assumption, ...]:
         items.append(("sinks", {"within": MEASURED_WITHIN_PERCENT}))
     if shape.model_type in GEMMA4_MODEL_TYPES:
         items.append(("gemma4", {}))
+    return items
+
+
+def _gpu_items(shape: ModelShape, job: Job) -> list[Assumption]:
+    """More than one card, and what ZeRO-3 or FSDP add beyond the shards."""
+    items: list[Assumption] = []
     if job.gpus > 1:
         items.append(("gpus", {"gpus": job.gpus, "sharding": job.sharding}))
         if job.sharding == "zero3":  # whose buffers sharding.py added (one card adds none)
             items += _sharded_items(shape, job)
-    return tuple(items)
+    return items
 
 
 def _sharded_items(shape: ModelShape, job: Job) -> list[Assumption]:

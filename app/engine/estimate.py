@@ -17,13 +17,13 @@ from app.engine import framework_unsloth as unsloth
 from app.engine.assumptions import Assumption, assumption_items, assumptions
 from app.engine.capabilities import capabilities
 from app.engine.checkpointing import Checkpointing, as_set
-from app.engine.fit import StepModel
+from app.engine.fit import StepModel, StepTotals
 from app.engine.job import GpuSpec, Job, headroom_bytes, validate
 from app.engine.job_speed import speed_job
 from app.engine.levers import Lever, fewest_cards_zero3, lever_options, levers_for
 from app.engine.shapes import ModelShape
 from app.engine.speed import AttentionLayers, StepWork, Training, step_work, training
-from app.engine.states import ACCOUNTINGS
+from app.engine.states import ACCOUNTINGS, ModelStates
 from app.engine.step_model import StepModels, model_states, single_gpu_job_states
 
 # Semantic: major when a field's meaning changes, minor when the arithmetic changes.
@@ -251,29 +251,10 @@ def estimate(
     states = model_states(shape, job)
     model = models.get(job)
     totals = model.totals(job.batch_size, job.seq_len)
-    # Resident states: the article's model states less autocast's transient bf16 copies
-    # (hf accounting only), which are counted with the activations, where PyTorch's
-    # MemTracker finds them too (tools/calibrate/README.md).
-    resident_bytes = model.model_states_bytes
-    activations = max(0, totals.peak_live_bytes - resident_bytes)
     total = totals.total_bytes
-    breakdown = Breakdown(
-        weights=states.weights_bytes - (states.total_bytes - resident_bytes),
-        adapter=states.adapter_bytes,
-        gradients=states.gradients_bytes,
-        optimizer=states.optimizer_bytes,
-        activations=activations,
-        overhead=total - resident_bytes - activations,
-        total=total,
-    )
     work = step_work(shape, speed_job(shape, job, states.trainable_params), layers)
     fits = tuple(_card_fit(models, job, model, total, gpu, work) for gpu in gpus)
-    levers: list[Lever] = []
-    if with_levers and not all(fit.fits for fit in fits):
-        options = lever_options(job)
-        for fit, gpu in zip(fits, gpus, strict=True):
-            if not fit.fits:
-                levers.extend(levers_for(models, job, gpu, options))
+    levers = _levers(models, job, gpus, fits) if with_levers else ()
     by_accounting: dict[str, int] = {
         acc: single_gpu_job_states(shape, job, acc).total_bytes for acc in ACCOUNTINGS
     }
@@ -287,7 +268,7 @@ def estimate(
             other=shape.total_params - shape.split.linear,
             active=shape.active_params,
         ),
-        per_gpu_bytes=breakdown,
+        per_gpu_bytes=_breakdown(states, model, totals),
         model_states_bytes=states.total_bytes,
         model_states_by_accounting=by_accounting,
         peak_phase=totals.peak_moment.phase,
@@ -296,13 +277,43 @@ def estimate(
         reserved_bytes=totals.reserved_bytes,
         phases={m.name: m.live(job.batch_size, job.seq_len) for m in model.moments},
         fits=fits,
-        levers=tuple(levers),
+        levers=levers,
         assumptions=assumptions(given, job),
         warnings=_job_warnings(shape, job),
         assumption_items=assumption_items(given, job),
         fidelity="exact" if shape.approximation is None else "approximate",
         approximated_from=() if shape.approximation is None else shape.approximation.fields,
         checkpointing=as_set(job.gradient_checkpointing),
+    )
+
+
+def _levers(models: StepModels, job: Job, gpus: Sequence[GpuSpec],
+            fits: tuple[CardFit, ...]) -> tuple[Lever, ...]:
+    """The levers for every card the job does not fit as set (levers.py)."""
+    levers: list[Lever] = []
+    if not all(fit.fits for fit in fits):
+        options = lever_options(job)
+        for fit, gpu in zip(fits, gpus, strict=True):
+            if not fit.fits:
+                levers.extend(levers_for(models, job, gpu, options))
+    return tuple(levers)
+
+
+def _breakdown(states: ModelStates, model: StepModel, totals: StepTotals) -> Breakdown:
+    """The per-GPU bytes by kind. Resident states: the article's model states less autocast's
+    transient bf16 copies (hf accounting only), which are counted with the activations, where
+    PyTorch's MemTracker finds them too (tools/calibrate/README.md)."""
+    resident_bytes = model.model_states_bytes
+    activations = max(0, totals.peak_live_bytes - resident_bytes)
+    total = totals.total_bytes
+    return Breakdown(
+        weights=states.weights_bytes - (states.total_bytes - resident_bytes),
+        adapter=states.adapter_bytes,
+        gradients=states.gradients_bytes,
+        optimizer=states.optimizer_bytes,
+        activations=activations,
+        overhead=total - resident_bytes - activations,
+        total=total,
     )
 
 

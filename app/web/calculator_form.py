@@ -293,18 +293,7 @@ class CalculatorInput:
 def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     """Read the calculator's fields; an absent field takes its default."""
     errors = FieldErrors()
-    # free text here (the others are choices and numbers), even where it is not used
-    for name, multiline in (("model", False), ("gpu", False), ("ckpt", False), ("config", True),
-                            ("dataset", False), ("compare", False)):
-        if not forms.no_control(data, name, errors, multiline=multiline):
-            data = {**data, name: ""}
-    method, _, quant = data.get("method", "").partition(":")
-    if quant:  # the page's one choice for method and base weights, "qlora:nf4"
-        data = {**data, "method": method, "quant": quant}
-    slug = data.get("model", "").strip() or DEFAULT_MODEL
-    if len(slug) > hub.MAX_MODEL_CHARS:
-        errors.add("model", N_("No such model in our catalog."))
-        slug = DEFAULT_MODEL
+    data, slug = _cleaned(data, errors)
     d = CalculatorInput()
     calc = CalculatorInput(
         model=slug,
@@ -351,6 +340,24 @@ def parse(data: Mapping[str, str]) -> tuple[CalculatorInput, FieldErrors]:
     except InvalidInput as error:
         engine_errors.add(errors, engine_error_field(error.field or ""), error)
     return calc, errors
+
+
+def _cleaned(data: Mapping[str, str], errors: FieldErrors) -> tuple[Mapping[str, str], str]:
+    """The fields with control characters emptied (each named in ``errors``), the method
+    choice split, and the model slug (the default for an empty or overlong one)."""
+    # free text here (the others are choices and numbers), even where it is not used
+    for name, multiline in (("model", False), ("gpu", False), ("ckpt", False), ("config", True),
+                            ("dataset", False), ("compare", False)):
+        if not forms.no_control(data, name, errors, multiline=multiline):
+            data = {**data, name: ""}
+    method, _, quant = data.get("method", "").partition(":")
+    if quant:  # the page's one choice for method and base weights, "qlora:nf4"
+        data = {**data, "method": method, "quant": quant}
+    slug = data.get("model", "").strip() or DEFAULT_MODEL
+    if len(slug) > hub.MAX_MODEL_CHARS:
+        errors.add("model", N_("No such model in our catalog."))
+        slug = DEFAULT_MODEL
+    return data, slug
 
 
 def _dataset(raw: str, errors: FieldErrors) -> tuple[str, int]:

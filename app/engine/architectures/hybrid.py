@@ -261,32 +261,12 @@ def nemotron_h(cfg: Config) -> ModelShape:
             LinearSpec("v_proj", "v", hidden, kv_heads * att.head_dim, n),
             LinearSpec("o_proj", "o", heads * att.head_dim, hidden, n),
         ]
-    if count["mamba"]:
-        n = count["mamba"]
-        m_heads = cfg.integer("mamba_num_heads", default=NEMOTRON_DEFAULTS["mamba_num_heads"])
-        inner = m_heads * cfg.integer("mamba_head_dim", default=NEMOTRON_DEFAULTS["mamba_head_dim"])
-        state = cfg.integer("ssm_state_size", default=NEMOTRON_DEFAULTS["ssm_state_size"])
-        groups = cfg.integer("n_groups", default=NEMOTRON_DEFAULTS["n_groups"])
-        kernel = cfg.integer("conv_kernel", default=NEMOTRON_DEFAULTS["conv_kernel"])
-        conv_dim = inner + 2 * groups * state
-        bias = cfg.flag("use_bias", False)
-        linears += [
-            LinearSpec("in_proj", "qkv", hidden, inner + conv_dim + m_heads, n, bias=bias),
-            # PEFT refuses to adapt a Mamba model's out_proj (_check_lora_target_modules_mamba)
-            LinearSpec("out_proj", "o", inner, hidden, n, bias=bias, lora_target=False),
-        ]
-        conv_bias = conv_dim if cfg.flag("use_conv_bias", True) else 0
-        other += n * (conv_dim * kernel + conv_bias + 3 * m_heads)
-        norms += n * inner
-    mlp_bias = cfg.flag("mlp_bias", False)
     mixer = None
     if count["mamba"]:
-        mixer = MixerLayers(
-            "mamba2", count["mamba"], attention_layers=count["attention"],
-            mlp_layers=count["mlp"] + count["moe"], key_dim=groups * state,
-            expanded_key_dim=m_heads * state, value_dim=inner, heads=m_heads,
-            state_per_head=inner // m_heads * state, conv_dim=conv_dim,
-        )
+        mamba, other, mamba_norms, mixer = _nemotron_mamba(cfg, hidden, count)
+        linears += mamba
+        norms += mamba_norms
+    mlp_bias = cfg.flag("mlp_bias", False)
     intermediate = 0
     if count["mlp"]:
         intermediate = cfg.integer("intermediate_size")
@@ -296,28 +276,8 @@ def nemotron_h(cfg: Config) -> ModelShape:
         ]
     experts = active = width = 0
     if count["moe"]:
-        n = count["moe"]
-        experts = cfg.integer("n_routed_experts", "num_local_experts")
-        active = experts_per_token(cfg, experts, "n_routed_experts")
-        width = cfg.integer("moe_intermediate_size")
-        shared = cfg.integer("moe_shared_expert_intermediate_size")
-        latent = cfg.optional_int("moe_latent_size")
-        expert_in = latent or hidden
-        linears += [
-            LinearSpec("gate", "router", hidden, experts, n, lora_target=False,
-                       packed_4bit=False),
-            LinearSpec("experts.up_proj", "fc", expert_in, width, n, experts, active,
-                       lora_target=False, packed_4bit=False),
-            LinearSpec("experts.down_proj", "fc_out", width, expert_in, n, experts, active,
-                       lora_target=False, packed_4bit=False),
-            LinearSpec("shared_experts.up_proj", "fc", hidden, shared, n, bias=mlp_bias),
-            LinearSpec("shared_experts.down_proj", "fc_out", shared, hidden, n, bias=mlp_bias),
-        ]
-        if latent:
-            linears += [
-                LinearSpec("fc1_latent_proj", "fc", hidden, latent, n, bias=mlp_bias),
-                LinearSpec("fc2_latent_proj", "fc_out", latent, hidden, n, bias=mlp_bias),
-            ]
+        moe, experts, active, width = _nemotron_moe(cfg, hidden, count["moe"], mlp_bias)
+        linears += moe
     shape = assemble(
         cfg, model_type="nemotron_h", att=att, intermediate=intermediate or width,
         layers=layers, linears=linears, norm_params=norms, norms_per_layer=1,
@@ -325,3 +285,59 @@ def nemotron_h(cfg: Config) -> ModelShape:
         experts_per_token=active, moe_intermediate=width, gated_mlp=False,
     )
     return replace(_with_other(shape, other), mixer=mixer)
+
+
+def _nemotron_mamba(cfg: Config, hidden: int, count: dict[str, int]
+                    ) -> tuple[list[LinearSpec], int, int, MixerLayers]:
+    """Nemotron-H's Mamba-2 blocks: their linear layers, other parameters (the depthwise
+    convolution, ``A_log``, ``dt_bias``, ``D``), norm parameters and mixer widths."""
+    n = count["mamba"]
+    m_heads = cfg.integer("mamba_num_heads", default=NEMOTRON_DEFAULTS["mamba_num_heads"])
+    inner = m_heads * cfg.integer("mamba_head_dim", default=NEMOTRON_DEFAULTS["mamba_head_dim"])
+    state = cfg.integer("ssm_state_size", default=NEMOTRON_DEFAULTS["ssm_state_size"])
+    groups = cfg.integer("n_groups", default=NEMOTRON_DEFAULTS["n_groups"])
+    kernel = cfg.integer("conv_kernel", default=NEMOTRON_DEFAULTS["conv_kernel"])
+    conv_dim = inner + 2 * groups * state
+    bias = cfg.flag("use_bias", False)
+    linears = [
+        LinearSpec("in_proj", "qkv", hidden, inner + conv_dim + m_heads, n, bias=bias),
+        # PEFT refuses to adapt a Mamba model's out_proj (_check_lora_target_modules_mamba)
+        LinearSpec("out_proj", "o", inner, hidden, n, bias=bias, lora_target=False),
+    ]
+    conv_bias = conv_dim if cfg.flag("use_conv_bias", True) else 0
+    other = n * (conv_dim * kernel + conv_bias + 3 * m_heads)
+    mixer = MixerLayers(
+        "mamba2", n, attention_layers=count["attention"],
+        mlp_layers=count["mlp"] + count["moe"], key_dim=groups * state,
+        expanded_key_dim=m_heads * state, value_dim=inner, heads=m_heads,
+        state_per_head=inner // m_heads * state, conv_dim=conv_dim,
+    )
+    return linears, other, n * inner, mixer
+
+
+def _nemotron_moe(cfg: Config, hidden: int, n: int, mlp_bias: bool
+                  ) -> tuple[list[LinearSpec], int, int, int]:
+    """Nemotron-H's MoE blocks: router, non-gated experts (through a latent width where the
+    config names one), the shared expert; with the experts, active experts and their width."""
+    experts = cfg.integer("n_routed_experts", "num_local_experts")
+    active = experts_per_token(cfg, experts, "n_routed_experts")
+    width = cfg.integer("moe_intermediate_size")
+    shared = cfg.integer("moe_shared_expert_intermediate_size")
+    latent = cfg.optional_int("moe_latent_size")
+    expert_in = latent or hidden
+    linears = [
+        LinearSpec("gate", "router", hidden, experts, n, lora_target=False,
+                   packed_4bit=False),
+        LinearSpec("experts.up_proj", "fc", expert_in, width, n, experts, active,
+                   lora_target=False, packed_4bit=False),
+        LinearSpec("experts.down_proj", "fc_out", width, expert_in, n, experts, active,
+                   lora_target=False, packed_4bit=False),
+        LinearSpec("shared_experts.up_proj", "fc", hidden, shared, n, bias=mlp_bias),
+        LinearSpec("shared_experts.down_proj", "fc_out", shared, hidden, n, bias=mlp_bias),
+    ]
+    if latent:
+        linears += [
+            LinearSpec("fc1_latent_proj", "fc", hidden, latent, n, bias=mlp_bias),
+            LinearSpec("fc2_latent_proj", "fc_out", latent, hidden, n, bias=mlp_bias),
+        ]
+    return linears, experts, active, width

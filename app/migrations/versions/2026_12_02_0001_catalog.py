@@ -34,6 +34,13 @@ def _timestamps() -> list[sa.Column[object]]:
 
 
 def upgrade() -> None:
+    _create_gpu_sku()
+    _create_model_card()
+    _create_system()
+    _create_catalog_revision()
+
+
+def _create_gpu_sku() -> None:
     op.create_table(
         "gpu_sku",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -65,6 +72,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_gpu_sku")),
         sa.UniqueConstraint("slug", name=op.f("uq_gpu_sku_slug")),
     )
+
+
+def _create_model_card() -> None:
     op.create_table(
         "model_card",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -87,6 +97,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_model_card")),
         sa.UniqueConstraint("slug", name=op.f("uq_model_card_slug")),
     )
+
+
+def _create_system() -> None:
     op.create_table(
         "system",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -117,6 +130,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("slug", name=op.f("uq_system_slug")),
     )
     op.create_index(op.f("ix_system_gpu_sku_id"), "system", ["gpu_sku_id"], unique=False)
+
+
+def _create_catalog_revision() -> None:
     catalog_revision = op.create_table(
         "catalog_revision",
         sa.Column("id", sa.Integer(), autoincrement=False, nullable=False),

@@ -25,6 +25,16 @@ def _created_at(name: str = "created_at") -> sa.Column[object]:
 
 
 def upgrade() -> None:
+    _create_partner()
+    _create_api_key()
+    _create_staff_user()
+    _create_staff_session()
+    _create_audit_log()
+    _alter_quote_request()
+    _create_quote_line()
+
+
+def _create_partner() -> None:
     op.create_table(
         "partner",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -35,6 +45,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_partner")),
         sa.UniqueConstraint("slug", name=op.f("uq_partner_slug")),
     )
+
+
+def _create_api_key() -> None:
     op.create_table(
         "api_key",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -57,6 +70,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("prefix", name=op.f("uq_api_key_prefix")),
     )
     op.create_index(op.f("ix_api_key_partner_id"), "api_key", ["partner_id"])
+
+
+def _create_staff_user() -> None:
     op.create_table(
         "staff_user",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -71,6 +87,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_staff_user")),
         sa.UniqueConstraint("email", name=op.f("uq_staff_user_email")),
     )
+
+
+def _create_staff_session() -> None:
     op.create_table(
         "staff_session",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -89,6 +108,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("token_hash", name=op.f("uq_staff_session_token_hash")),
     )
     op.create_index(op.f("ix_staff_session_staff_user_id"), "staff_session", ["staff_user_id"])
+
+
+def _create_audit_log() -> None:
     op.create_table(
         "audit_log",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -111,6 +133,8 @@ def upgrade() -> None:
     op.create_index(op.f("ix_audit_log_at"), "audit_log", ["at"])
     op.create_index(op.f("ix_audit_log_staff_user_id"), "audit_log", ["staff_user_id"])
 
+
+def _alter_quote_request() -> None:
     with op.batch_alter_table("quote_request") as batch:
         batch.add_column(
             sa.Column("status", sa.String(length=16), server_default="new", nullable=False)
@@ -144,6 +168,8 @@ def upgrade() -> None:
         )
         batch.create_index(op.f("ix_quote_request_partner_id"), ["partner_id"])
 
+
+def _create_quote_line() -> None:
     op.create_table(
         "quote_line",
         sa.Column("id", sa.Integer(), nullable=False),
