@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engine import framework_litgpt as litgpt
-from app.engine.framework_unsloth import UNSLOTH
 from app.engine.activations import ATTENTIONS, LOSS_HEADS, Attention, LossHead
 from app.engine.errors import EngineError
+from app.engine.framework_unsloth import UNSLOTH
 from app.engine.precision import (
     ADAPTER_DTYPES,
     BASE_DTYPES,
