@@ -57,7 +57,7 @@ def create_app(settings: Settings, *, caches: Caches | None = None) -> FastAPI:
     app.state.caches = caches or Caches()  # catalog, estimates, checked keys: see app.caches
     # POST /quote per client address, counted with the partner API's limiter (in Redis when set)
     app.state.quote_limiter = limiter_for(store, kind="quote", window_s=quotes.RATE_WINDOW_S)
-    # anonymous Hugging Face look-ups per client address and minute (issue 24, point 2)
+    # anonymous Hugging Face look-ups per client address and minute
     app.state.hub_limiter = limiter_for(store, kind="hub", window_s=60)
     # check_dir=False: a missing static/ then fails only static requests and
     # never keeps the probes or the API from starting.

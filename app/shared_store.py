@@ -1,4 +1,4 @@
-"""Counters every worker shares: one Redis client from ``SIZER_REDIS_URL`` (issue 8).
+"""Counters every worker shares: one Redis client from ``SIZER_REDIS_URL``.
 
 Why this exists: the partner API's rate limits and the staff sign-in throttle count in the
 process by default, so with N workers a limit is really N x the setting. With

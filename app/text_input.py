@@ -1,4 +1,4 @@
-"""The one check for control characters in text a user sends (issue 24, point 1).
+"""The one check for control characters in text a user sends.
 
 Every text input the service takes (the storefront's and the quote form's fields, the /q/
 pages, the staff forms, the partner API's bodies, the CLI's options) is held to

@@ -8,8 +8,8 @@ the return value of :func:`issue_key`, to be shown once.
 Partners are rows with their own id, and a key is always issued for a partner named
 explicitly (:func:`issue_key` takes its id): an existing one picked from the list, or a new
 one made by :func:`create_partner`. Earlier a key attached to whichever partner had the same
-ASCII slug, so a key for "Müller AG" silently joined "Muller AG" and listed its quote requests
-(issue 13, point 6). A new partner whose name reads like an existing one's (see
+ASCII slug, so a key for "Müller AG" silently joined "Muller AG" and listed its quote requests.
+A new partner whose name reads like an existing one's (see
 :func:`partner_name_key`) is refused with :class:`PartnerNameTaken`, naming that partner.
 
 The CLI (``sizer apikey``) and the staff desk call these same functions.
@@ -184,7 +184,7 @@ CONFUSABLES: Final = str.maketrans({
 """Characters drawn like another, mapped to it as Unicode's confusables data (UTS #39,
 ``confusables.txt``, "Security Mechanisms", section 4) maps them for its skeleton: the
 Cyrillic and Greek letters that look like Latin ones, and ``0``/``O``, ``1``/``I``/``l``
-(issue 24, point 5: "ACME Computе" with a Cyrillic "е" was taken beside "ACME Compute"). A
+("ACME Computе" with a Cyrillic "е" was taken beside "ACME Compute"). A
 subset: the letters a company name is spelled with in our markets."""
 
 

@@ -101,7 +101,7 @@ MAX_CONCURRENT_FETCHES: Final = 4
 MAX_WAITING: Final = 8
 """Requests one process lets wait for a fetch another request is running (the same repository
 and revision); one more is told to try again at once, so no number of identical requests can
-park more than this many worker threads (issue 24, point 2: 45 waited, and /healthz went from
+park more than this many worker threads (45 waited, and /healthz went from
 0.05 s to 6.1 s)."""
 NOT_FOUND_MEMORY_S: Final = 300.0
 """How long a process remembers that the Hub has no such repository, revision or config.json
@@ -418,7 +418,7 @@ def _keep(session: Session, ref: RepoRef, found: HubModel) -> None:
 
 def _evict_branches(session: Session, repo_key: str) -> None:
     """Keep the :data:`MAX_BRANCH_REVISIONS` branch or tag fetches of a repository fetched
-    last; commit ids stay (issue 24, point 2: ``@branchN`` added a row per request)."""
+    last; commit ids stay (``@branchN`` added a row per request)."""
     rows = session.execute(
         select(HubConfig.id, HubConfig.revision).where(HubConfig.repo_key == repo_key)
         .order_by(HubConfig.fetched_at.desc(), HubConfig.id.desc())
@@ -539,7 +539,7 @@ def _origin(url: str) -> tuple[str, str, int]:
 
 
 def _redirect_target(current: str, location: str, access: HubAccess, ref: RepoRef) -> str:
-    """Where a redirect leads, if it may be followed (issue 24, point 3: a Hub or mirror
+    """Where a redirect leads, if it may be followed (a Hub or mirror
     redirecting to ``http://127.0.0.1:8198/`` had that internal answer fetched and shown):
     to the endpoint's own origin (scheme, host and port), or from the public Hub over https to
     its own hosts (:data:`HUB_HOST_SUFFIXES`). A host other than the endpoint's must resolve

@@ -19,10 +19,10 @@ FastAPI has parsed already, holds the parsed object to :func:`check_values` and
 * text that is not Unicode: a lone surrogate (``"\\ud800"`` is valid JSON syntax) in a key or
   a string, which no UTF-8 encoder, response or database can take;
 * a control character in a key or a string (``"\\u0000"`` is valid JSON too, but PostgreSQL's
-  ``jsonb`` refuses it: a 500 before issue 24), held to :mod:`app.text_input` as a multi-line
+  ``jsonb`` refuses it), held to :mod:`app.text_input` as a multi-line
   field is.
 
-Two things real checkpoints publish are read rather than refused (issue 29):
+Two things real checkpoints publish are read rather than refused:
 
 * ``NaN``, ``Infinity`` and ``-Infinity`` (and a float literal too large for a double, which
   Python reads as infinite): transformers reads config.json with Python's ``json`` module, which

@@ -55,7 +55,7 @@ class GpuRecord:
     updated_at: datetime | None = None
     version: int = 0
     comparison_only: bool = False
-    """Not sold by the shop: a card to compare with, named on purpose only (issue 26)."""
+    """Not sold by the shop: a card to compare with, named on purpose only."""
 
 
 @dataclass(frozen=True, slots=True)

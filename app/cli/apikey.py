@@ -4,7 +4,7 @@ The same service functions as the staff desk (:mod:`app.accounts.api_keys`); the
 a new key is printed once and never stored. ``create`` names its partner explicitly: an
 existing one (``--partner SLUG`` or ``--partner-id ID``) or a new one (``--new-partner NAME``,
 refused with the reason when the name reads like an existing partner's); a name never joins a
-partner by resemblance (issue 13, point 6).
+partner by resemblance.
 """
 
 from __future__ import annotations

@@ -93,12 +93,12 @@ def _serve(args: argparse.Namespace) -> int:
         reload_includes=["*.py", "*.html", "*.svg", "*.css", "*.po"] if args.reload else None,
         # X-Forwarded-For/-Proto only from the proxies the operator named: uvicorn's own
         # default trusts loopback, which lets any client connecting over loopback (a local
-        # proxy, a sidecar) name its own address and get fresh sign-in attempts (issue 13).
+        # proxy, a sidecar) name its own address and get fresh sign-in attempts.
         proxy_headers=bool(settings.forwarded_allow_ips),
         forwarded_allow_ips=list(settings.forwarded_allow_ips),
         log_config=None,  # keep our JSON logging (app/ops/logs.py)
         access_log=False,  # the request middleware logs each request once, with its id
-        server_header=False,  # no "server: uvicorn" banner (issue 24, point 5)
+        server_header=False,  # no "server: uvicorn" banner
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
     return 0

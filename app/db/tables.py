@@ -108,7 +108,7 @@ class GpuSku(_Timestamped, Base):
     product_url: Mapped[str | None] = mapped_column(String(500))
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     sources: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    # A card the shop does not sell, kept to compare a customer's own card with (issue 26):
+    # A card the shop does not sell, kept to compare a customer's own card with:
     # named on purpose only, never recommended, quoted or in a verdict.
     comparison_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
@@ -270,7 +270,7 @@ class QuoteRequest(Base):
     # Marked as spam by staff: hidden from the desk's default list, kept (and audited), so a
     # wrong call can be undone and a flood can be looked at later.
     spam: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    # When and how a sent quote was accepted (issue 18, point 14): ``link`` by the customer on
+    # When and how a sent quote was accepted: ``link`` by the customer on
     # their /q/ page, ``desk`` recorded by staff (named in the audit log); NULL before.
     accepted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     accepted_via: Mapped[str | None] = mapped_column(String(8))
@@ -323,7 +323,7 @@ class Partner(Base):
     names it. ``slug`` is a short ASCII handle for lists, URLs and the CLI. ``name_key`` is
     the name folded the way people confuse names (case, accents, punctuation: "Müller AG",
     "MULLER-AG"); it is unique, so a second partner that reads like an existing one is
-    refused instead of being mistaken for it (issue 13, point 6).
+    refused instead of being mistaken for it.
     """
 
     __tablename__ = "partner"

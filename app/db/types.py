@@ -3,7 +3,7 @@
 :class:`UtcDateTime` is every timestamp column: what is written is converted to UTC, what is
 read is a timezone-aware UTC ``datetime`` on every database. Before it, SQLite handed back naive
 values (it has no zone; SQLAlchemy drops the offset on write) and PostgreSQL aware ones in the
-connection's zone, so five readers re-attached UTC by hand (issue 14, point 3).
+connection's zone, so five readers re-attached UTC by hand.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The "How we calculate" page renders :data:`TERMS`. The engine gives each term a key and the
 numbers its formula quotes, read from the very constants the arithmetic uses, so the page
 cannot drift from the code; the wording (title, formula, source) is the web layer's, in the
-reader's language (``app/web/method_terms.py``, issue 18, point 8), because the engine knows
+reader's language (``app/web/method_terms.py``), because the engine knows
 no language and no presentation.
 """
 

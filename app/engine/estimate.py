@@ -26,57 +26,8 @@ from app.engine.speed import AttentionLayers, StepWork, Training, step_work, tra
 from app.engine.states import ACCOUNTINGS, ModelStates
 from app.engine.step_model import StepModels, model_states, single_gpu_job_states
 
-# Semantic: major when a field's meaning changes, minor when the arithmetic changes.
-# 1.1.0: Gemma 2 soft-capping and eager masks, tied lm_head copies and the 16 B/param floor
-# under the hf accounting, all from the calibration grid (tools/calibrate).
-# 1.2.0: training precision (pure bf16, bf16 adapters, fp32 base) and framework presets;
-# activation offload under checkpointing; LoRA on lm_head (issue 15).
-# 1.3.0: QLoRA as measured with bitsandbytes (prepare_model_for_kbit_training's fp32 params,
-# residual stream and lm_head copy; the quantisation state; bnb_saves_inputs) (issue 15).
-# 1.4.0: what ZeRO-3/FSDP hold beyond the shards (sharding.py): DeepSpeed's gradient bucket
-# and prefetch, FSDP's prefetched next layer; Job.sharding_impl (issue 15).
-# 1.5.0: reserved memory: the caching allocator's reserve fitted on published runs reporting
-# both counters (overhead.py), allocated_bytes and reserved_bytes, Job.expandable_segments.
-# 1.6.0: mixture-of-experts and MLA families (arch_moe.py); LoRA on fused experts as PEFT 0.21
-# builds it by default, Job.moe_lora "per-expert" for one adapter per expert (issue 16).
-# 1.7.0: serving: vLLM's padding layers of hybrid models (serving_kv.grouped_layers) and the
-# tensor-parallel NCCL memory fitted on 14 vLLM 0.19 logs (1.75 GiB, was 1 GiB) (issue 17).
-# 1.8.0: serving decode: the per-layer time fitted on 15 published measurements (27 us, was
-# 20) and the tensor-parallel all-reduce on measured H100 latencies (3.5 us, was 10) (issue 17).
-# 1.9.0: FSDP's root unit held whole through forward and backward, a GPU copy of each gathered
-# shard under FSDP CPU offload, an fp32 base gathered in bf16 by FSDP's mixed precision, and
-# 4-bit quantisation statistics whole on every sharded card (sharding.py); the assumptions
-# name the FSDP reserve fraction the total carries (issue 15).
-# 1.10.0: QLoRA under FSDP is not prepared by prepare_model_for_kbit_training (one dtype per
-# FlatParameter; TRL skips it for sharded QLoRA): embeddings, lm_head and norms stay bf16.
-# 1.11.0: what LitGPT holds beyond the shared model (framework_litgpt.py): its own lm_head for
-# tied checkpoints, QLoRA's NF4 lm_head dequantised via fp16, the previous micro-step held
-# into the next forward (with bitsandbytes < 0.43.2 its 4-bit inputs), FSDP's unsharded
-# gradients under no_sync (issue 15).
-# 1.12.0: QLoRA on fused experts as transformers 5 loads them (experts and routers 16-bit,
-# fp32 after prepare_model_for_kbit_training; per-expert keeps them NF4), PEFT's merged expert
-# weights, MLA's latent norms, shared-expert and dense-layer MLP widths, gpt-oss's sink softmax
-# dtype and eager attention's in-layer transients (tools/calibrate/results/cpu-moe.json; issue
-# 16).
-# 1.13.0: LitGPT's multi-head attention keeps the whole fused qkv output alive through the
-# value's view that SDPA saves (framework_litgpt.py, point 7; issue 15).
-# 1.14.0: training speed (speed.py): tokens per second, step seconds, hours for the customer's
-# data and MFU per card and system, from FLOPs, memory-bound bytes and communication against
-# the catalog's peaks; Job.dataset_tokens and Job.epochs (issue 26).
-# 1.15.0: the caching allocator's reserve as the blocks a step's peak cannot reuse (the freed
-# bf16 logits, the layers' segments, a loss head in segments of its own after the first
-# optimizer step) instead of a fraction of the per-step tensors, and the CUDA context as
-# measured with PyTorch 2.11 / CUDA 13.0 (780 MiB, was 1 GiB), both on 15 H200 steps
-# (overhead.py); under checkpointing the backward starts without autocast's cached bf16 weight
-# copies, which the forward did not save (issue 28).
-# 1.16.0: --framework unsloth as Unsloth trains (framework_unsloth.py): its fused loss without
-# full logits and its checkpoints offloaded to CPU memory; the allocator's stranded blocks only
-# at the moments whose requests cannot reuse them (the loss head and the forward), and no
-# layers' segments beside a chunked loss (issue 28, point 3).
-# 1.17.0: --framework unsloth counts Unsloth's own LoRA kernels (the tensors its fused LoRA
-# functions save), its frozen embeddings, lm_head and norms in bf16, the expandable segments it
-# sets and the three layer inputs its offloaded checkpointing keeps on the GPU
-# (framework_unsloth.py; issue 28, point 2).
+# Semantic: major when a field's meaning changes, minor when the arithmetic changes; what each
+# version changed is in CHANGELOG.md ("Engine versions").
 ENGINE_VERSION = "1.17.0"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 

@@ -1,5 +1,5 @@
 """What LitGPT's fine-tuning scripts hold beyond the model the other stacks build
-(``framework="litgpt"``, issue 15).
+(``framework="litgpt"``).
 
 Read from the source, not fitted: Lightning-AI/litgpt at ``e5493986`` (2024-07-22, the config
 hub's QLoRA rows) and ``00af8b0d`` (2024-09-27, its Llama 3.2 rows), lit-gpt at ``8641822``

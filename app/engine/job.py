@@ -59,10 +59,10 @@ MAX_EPOCHS = 10_000
 
 HEADROOM_FRACTION = 0.05
 """A job that leaves less than this share of a card's usable memory free fits only tightly:
-allocator growth over a long run, a longer sample or a library update can take it (5 %, the
-margin issue 18 asks for; the fragmentation margin in overhead.py covers one step only)."""
+allocator growth over a long run, a longer sample or a library update can take it (5 %; the
+fragmentation margin in overhead.py covers one step only)."""
 HEADROOM_MIN_BYTES = 10**9
-"""...and never less than 1 GB, for small cards (issue 18, point 11)."""
+"""...and never less than 1 GB, for small cards."""
 
 
 def headroom_bytes(usable_bytes: int) -> int:

@@ -15,7 +15,7 @@ from app.engine.step_model import StepModels
 
 LEVER_MAX_CARDS = 8
 """The most cards a lever spreads a job over: one HGX/DGX-class board holds 8 GPUs, the largest
-system a GPU shop sells as one machine (issue 18, point 6: "spread over 40 cards" is no
+system a GPU shop sells as one machine ("spread over 40 cards" is no
 advice)."""
 
 # Price in speed of each lever, as the article's sources state it.

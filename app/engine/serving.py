@@ -167,7 +167,7 @@ MAX_CONCURRENCY: Final = 65_536
 MAX_GPUS: Final = 64
 MIN_TOKENS_PER_S: Final = 10.0
 """The default speed floor: decode tokens per second every user must get for a card to count
-as serving the load (issue 27, point 6). About reading speed with room to spare (English prose
+as serving the load. About reading speed with room to spare (English prose
 is read at roughly 4-6 tokens per second), and the pace the chat services' slowest tiers are
 held to; below it a chat answer visibly stalls."""
 MAX_MIN_TOKENS_PER_S: Final = 10_000

@@ -1,4 +1,4 @@
-"""What ZeRO-3 and FSDP hold on each GPU beyond the shards (issue 15, point 3).
+"""What ZeRO-3 and FSDP hold on each GPU beyond the shards.
 
 Sharding divides the model states by the number of cards (``states.shard_states``), but each
 card still holds, while it computes, whole copies of some parameters and a few fixed buffers.

@@ -1,6 +1,6 @@
 """What to buy: the cheapest offer that fits a training job as set or with a setup.
 
-Issue 27, point 3: a buyer should never be sent to a dearer card when a cheaper one fits with a
+A buyer should never be sent to a dearer card when a cheaper one fits with a
 standard setting (``app/engine/setup.py``). The estimates service holds the job against every
 card and system, searches a setup where it does not fit as set, and asks :func:`recommend`
 which offer to name: the cheapest priced offer that fits (as set or with its setup), ties

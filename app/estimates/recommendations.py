@@ -54,7 +54,7 @@ StorefrontKey = tuple[int, int, bool, Decimal, int]
 
 def storefront_key(*, fits: bool, roomy: bool, price_eur_net: Decimal | None,
                    stock_status: str, free_bytes: int) -> StorefrontKey:
-    """Best first as a buyer weighs a row of the storefront (issue 18, point 2): fits with
+    """Best first as a buyer weighs a row of the storefront: fits with
     headroom, then fits tightly, then does not fit; then priced and in stock before the rest;
     then the price (price on request after every price, never as 0 EUR); then the free memory:
     among cards that fit, the smallest that holds the job (with prices equal or unknown the

@@ -268,7 +268,7 @@ def select_gpus(catalog: Catalog, slugs: Sequence[str],
                 compare: Sequence[str] = ()) -> list[GpuRecord]:
     """The cards to hold the job against: the named ones (comparison cards among them), or
     every active card the shop sells and the comparison cards in ``compare`` (comparison
-    cards only when named, issue 26). Raises NotFound naming ``gpu`` or ``compare``."""
+    cards only when named). Raises NotFound naming ``gpu`` or ``compare``."""
     if not slugs:
         extra = {gpu.slug: gpu for gpu in catalog.gpus if gpu.comparison_only}
         unknown = [slug for slug in compare if slug not in extra]

@@ -3,7 +3,7 @@
 The calculator's result fragment for a job is a function of the catalog snapshot, the job's
 fields and the language: rendering it (the result table, every number formatted in the
 customer's language) was most of its cost, about 7 ms against well under one for the rest of
-the request (issue 19, point 4). :class:`FragmentCache` keeps the bytes of the last
+the request. :class:`FragmentCache` keeps the bytes of the last
 :data:`FRAGMENT_CACHE_SIZE` answers, held on the application's caches
 (``app.state.caches.fragments``, docs/architecture.md rule 15) and keyed by the snapshot itself,
 so a catalog edit (a new snapshot) starts afresh, exactly like the estimate answers.

@@ -116,7 +116,7 @@ def _grouped(value: Decimal | int, places: int, lang: str) -> str:
     """``value`` with the locale's grouping and ``places`` decimals, rounded half to even as
     Babel's patterns round: what ``format_decimal(value, "#,##0.0")`` writes, without its
     pattern machinery (a result fragment formats about 120 numbers; Babel took 40-400 µs
-    each, most of the fragment's time; issue 30, point 7)."""
+    each, most of the fragment's time)."""
     text = f"{value:,}" if isinstance(value, int) else f"{value:,.{places}f}"
     return text.translate(_separators(lang))
 

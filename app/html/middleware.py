@@ -8,7 +8,7 @@
 * A Permissions-Policy that turns off the browser features no page uses
   (:data:`PERMISSIONS_POLICY`), and, when the service is told it sits behind TLS
   (``SIZER_PUBLIC_BASE_URL`` starts with ``https://``), Strict-Transport-Security
-  (:data:`HSTS`) (issue 24, point 5). ``sizer serve`` sends no ``server`` header.
+  (:data:`HSTS`). ``sizer serve`` sends no ``server`` header.
 
 :func:`install` puts the middleware around the whole application, outside Starlette's own
 ``ServerErrorMiddleware``: a response made outside the routes' handlers (the plain 500 for an

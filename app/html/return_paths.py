@@ -6,7 +6,7 @@ use :func:`same_site_path`.
 
 Browsers drop tab, CR and LF anywhere in a URL, strip leading controls and spaces, and read
 ``\\`` as ``/`` (WHATWG URL standard): ``/<TAB>/evil.example`` arrives as ``//evil.example``,
-another host (issue 13, point 2). Rather than mimic that normalisation, any control, format,
+another host. Rather than mimic that normalisation, any control, format,
 separator or space character refuses the whole target; the rest is rebuilt from its parsed
 path and query and percent-encoded, so the header is plain ASCII (Starlette encodes headers
 as Latin-1: ``U+2028`` was a 500).

@@ -2,8 +2,8 @@
 session, a thread or a query in the steady state.
 
 A sync route costs a thread-pool hop for itself and one for each sync dependency (its
-``DbSession``, the partner key check): most of what an answer from the caches took (issue 19,
-point 4). The partner API's estimates and the calculator's result fragment are async instead;
+``DbSession``, the partner key check): most of what an answer from the caches took. The partner
+API's estimates and the calculator's result fragment are async instead;
 they read the catalog here. Once every ``REVISION_CHECK_INTERVAL_S``
 (:mod:`app.catalog.service`) the snapshot is due for its revision check, and only that check
 (a session, one query) runs in a thread, exactly as a sync route runs it.

@@ -1,4 +1,4 @@
-"""Path and query parameters held to the one control-character check (issue 24, point 1).
+"""Path and query parameters held to the one control-character check.
 
 A route's path parameters (``/q/{token}``, ``/staff/quotes/{reference}``, the API's
 ``/models/{slug}``) and the query parameters it declares (``/models?q=``, the API's

@@ -3,7 +3,7 @@
 Starlette answers ``/how-we-calculate/`` with a 307 to ``<scheme>://<Host header><path>``
 (``redirect_slashes``), so ``Host: evil.example`` came back as a link to evil.example: with a
 shared cache in front, one forged request poisons the answer for everybody. SIZER_PUBLIC_BASE_URL
-is the only source of absolute links (issue 13, point 9): this middleware swaps that prefix for
+is the only source of absolute links: this middleware swaps that prefix for
 it. The rest of the Location stays behind a fixed origin, so whatever path follows cannot name
 another host.
 """

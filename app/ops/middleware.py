@@ -100,7 +100,7 @@ class RequestContextMiddleware:
                 extra={
                     # The log line keeps the method as sent (it is one line, not a series).
                     # The route template, never the path: a /q/<token> link is a customer's
-                    # key to a binding order and must not sit in the log (issue 24, point 4).
+                    # key to a binding order and must not sit in the log.
                     "method": str(scope.get("method", "")), "route": route,
                     "status": status, "ms": round(seconds * 1000, 2),
                 },

@@ -8,7 +8,7 @@ the VAT rate is stored; only the status may still move to accepted or expired.
 
 The list comes a page at a time (:data:`PAGE_SIZE`, newest first, continued with a cursor), so
 no flood of requests can push the rest out of reach; staff can mark a request as spam, which
-hides it from every list but the spam list and keeps it (issue 13, point 5).
+hides it from every list but the spam list and keeps it.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class QuoteSummary:
     spam: bool
     is_sent: bool
     workload: str = "training"
-    """Which calculator the request came from ("training" or "serving", issue 17)."""
+    """Which calculator the request came from ("training" or "serving")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ ACCEPTED_VIA_DESK: Final[AcceptedVia] = "desk"
 
 
 def accept(session: Session, *, token: str, today: date | None = None) -> str:
-    """The customer accepts their sent, still valid quote on its /q/ page (issue 18, point 14):
+    """The customer accepts their sent, still valid quote on its /q/ page:
     status accepted with the moment and ``link``, audited in the same transaction. Returns the
     reference. NotFound for an unknown or unsent quote, Conflict once it expired.
 
@@ -184,7 +184,7 @@ def accept(session: Session, *, token: str, today: date | None = None) -> str:
 
     The token is checked first, as :func:`repository.row_by_token` checks it: a control
     character is a 422 on ``token`` and anything else that cannot be a token a 404, before
-    the UPDATE (PostgreSQL refused a NUL in it with a 500, issue 24, point 1).
+    the UPDATE (PostgreSQL refused a NUL in it with a 500).
     """
     text_input.check(token, "token")
     if not repository.is_lookup_key(token):

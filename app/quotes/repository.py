@@ -1,5 +1,5 @@
 """The only place the quotes domain talks SQL: the storefront's requests and the staff desk's
-and the partner API's reads, one set of queries for all three (issue 14, point 3).
+and the partner API's reads, one set of queries for all three.
 
 Requests read as quotes come with their lines and partner loaded (both relationships are
 ``lazy="raise"``), so :mod:`app.quotes.view` prices them without a query. ORM rows handed out

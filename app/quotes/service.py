@@ -58,7 +58,7 @@ def _check(contact: Contact, partner_reference: str | None = None) -> None:
 
 
 def sold_gpu(catalog: Catalog, slug: str) -> GpuRecord:
-    """The catalog's card of ``slug`` if the shop sells it: a comparison card (issue 26) is
+    """The catalog's card of ``slug`` if the shop sells it: a comparison card is
     never quoted. Raises NotFound / InvalidInput naming ``item_slug``."""
     gpu = catalog.gpu(slug)
     if gpu.comparison_only:

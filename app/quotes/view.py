@@ -1,6 +1,6 @@
 """The priced quote, one shape for the staff desk, the customer's ``/q/`` page and the partner
 API: its lines, the VAT decision and the totals are computed here and nowhere else, so the
-three can never disagree on what a quote costs (issue 14, point 3). Pure: the rows come
+three can never disagree on what a quote costs. Pure: the rows come
 loaded from :mod:`app.quotes.repository`.
 """
 

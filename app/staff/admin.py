@@ -28,7 +28,7 @@ ACTION_LABELS = {
     "remove_line": N_("line removed"), "mark_spam": N_("marked as spam"),
     "reinstate": N_("reinstated"), "issue": N_("issued"), "revoke": N_("revoked"),
 }
-"""The audit log's words in the reader's language (issue 18, point 8); an action missing here
+"""The audit log's words in the reader's language; an action missing here
 is shown as recorded."""
 
 
@@ -48,7 +48,7 @@ def _shown(value: Any) -> str:
 
 
 def changes(entry: AuditEntry) -> list[Change]:
-    """What an entry changed, field by field, before and after (issue 18, point 15): only the
+    """What an entry changed, field by field, before and after: only the
     fields whose value differs (every field of a record created or removed)."""
     before, after = entry.before or {}, entry.after or {}
     return [Change(name, _shown(before.get(name)), _shown(after.get(name)))

@@ -2,7 +2,7 @@
 
 A key is issued for a partner picked explicitly: an existing one (``partner_id``) or a new one
 (``partner_id=new`` and ``new_partner_name``). A new name that reads like an existing
-partner's is refused beside the field, naming that partner (issue 13, point 6)."""
+partner's is refused beside the field, naming that partner."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def decimal(
     minimum: Decimal = Decimal(0), maximum: Decimal = Decimal("9999999999.99"),
 ) -> Decimal | None:
     """A non-negative amount with at most two decimals, typed either locale's way: "8.499",
-    "8.499,50", "8,499.50", "8499.50" and "8499,5" all read (issue 18, point 8)."""
+    "8.499,50", "8,499.50", "8499.50" and "8499,5" all read."""
     if not no_control(data, name, errors):
         return None
     raw = data.get(name, "").strip().replace(" ", "").replace("\u00a0", "").replace("€", "")

@@ -170,7 +170,7 @@ def update_details(request: Request, session: DbSession, principal: Principal,
 def send_quote(request: Request, session: DbSession, principal: Principal, reference: str,
                body: StaffForm) -> Response:
     """Freeze and send: the customer's /q/ page shows the priced quote from now on. The form's
-    confirmation box must be ticked: sending cannot be undone (issue 18, point 10)."""
+    confirmation box must be ticked: sending cannot be undone."""
     errors = FieldErrors()
     if not forms.flag(body.fields, "confirm"):
         errors.add("confirm", N_("Tick the box to confirm: once sent, the prices are frozen."))

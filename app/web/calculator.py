@@ -72,7 +72,7 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
 async def result_page(request: Request, calc: CalculatorInput, errors: FieldErrors, *,
                       status: int | None = None,
                       headers: Mapping[str, str] | None = None) -> Response:
-    """:func:`page` for an async route (issue 19, point 4). An htmx result this process sent
+    """:func:`page` for an async route. An htmx result this process sent
     before, against the same catalog snapshot and in the same language, is sent again from the
     event loop: no thread, no query (the catalog from app/http/cached.py, the bytes from
     ``caches.of(request).fragments``). A result still to size and render goes to a thread

@@ -67,7 +67,7 @@ METHOD_CHOICES: Final = {
     "qlora": N_("QLoRA (4-bit NF4 base, double quantisation)"),
     "qlora:nf4": N_("QLoRA (4-bit NF4 base, no double quantisation)"),
 }
-"""Method and base weights as one choice (issue 18, point 5): a 4-bit base goes with QLoRA
+"""Method and base weights as one choice: a 4-bit base goes with QLoRA
 only, so the page offers no combination the engine refuses. ``method:quant`` where the quant
 is not the method's own (QLoRA's is NF4 with double quantisation, the engine's default)."""
 FIELDS: Final = ("model", "config", "method", "quant", "optimizer", "rank", "targets", "batch",
@@ -79,7 +79,7 @@ ADVANCED_FIELDS: Final = ("framework", "precision", "adapter", "base", "bnb", "m
                           "sharding", "impl", "offload", "change", "gpu", "dataset", "epochs",
                           "compare")
 """The controls in the calculator's "Advanced" section, which opens when one of them is set
-(a shared link with several GPUs or a sharding) or has an error (issue 18, point 4)."""
+(a shared link with several GPUs or a sharding) or has an error."""
 SHARDING_LABELS: Final = {
     "none": N_("None (data parallel)"), "zero1": N_("ZeRO-1 (optimizer states)"),
     "zero2": N_("ZeRO-2 (+ gradients)"), "zero3": N_("ZeRO-3 / FSDP (+ weights)"),
@@ -89,7 +89,7 @@ OFFLOAD_LABELS: Final = {
     "optimizer+params": N_("Optimizer states and weights to CPU"),
 }
 
-# Training precision (issue 15): "" is "as the framework trains" (the engine's None).
+# Training precision: "" is "as the framework trains" (the engine's None).
 FRAMEWORK_LABELS: Final = {
     "hf": N_("Hugging Face Trainer + PEFT"), "torchtune": N_("torchtune"),
     "litgpt": N_("LitGPT"), "unsloth": N_("Unsloth"),
@@ -183,7 +183,7 @@ class CalculatorInput:
     tokens: int = DEFAULT_JOB.dataset_tokens
     epochs: int = DEFAULT_JOB.epochs
     compare: str = ""
-    """A comparison card (not sold) to hold the job against beside ours (issue 26)."""
+    """A comparison card (not sold) to hold the job against beside ours."""
     config: Mapping[str, Any] | None = field(default=None, repr=False)
     # the Hub repository's config.json, once the page has looked it up (calculator.page)
     hub: HubModel | None = field(default=None, repr=False)

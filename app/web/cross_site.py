@@ -1,4 +1,4 @@
-"""Cross-site posts refused (issue 24, point 4): the storefront's two anonymous POSTs that
+"""Cross-site posts refused: the storefront's two anonymous POSTs that
 store something, ``POST /quote`` (a quote request) and ``POST /q/<token>/accept`` (a binding
 order), come only from the shop's own pages.
 

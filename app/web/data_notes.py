@@ -1,4 +1,4 @@
-"""Notes written beside published measurements, in the reader's language (issue 18, point 8).
+"""Notes written beside published measurements, in the reader's language.
 
 "How we calculate" shows two kinds of English notes kept with the data they explain: why a
 published training figure is not counted (``excluded`` in

@@ -2,8 +2,8 @@
 
 The engine (``app.engine.documentation.TERMS``) gives a term's key and the constants its
 formula quotes; this table words them as English msgids with a placeholder per constant, so
-a German reader gets the whole page in German with the numbers the German way (issue 18,
-point 8), and the English page says what the engine's own text said before. A test holds the
+a German reader gets the whole page in German with the numbers the German way, and the
+English page says what the engine's own text said before. A test holds the
 keys and placeholders of this table to the engine's terms.
 """
 

@@ -43,7 +43,7 @@ def safe_next(target: str) -> str:
 
 @router.get("/favicon.ico")
 def favicon() -> Response:
-    """The site's icon where browsers look for it without a link (issue 18, point 10)."""
+    """The site's icon where browsers look for it without a link."""
     return Response(FAVICON.read_bytes(), media_type="image/svg+xml",
                     headers={"Cache-Control": f"public, max-age={ONE_YEAR_S // 365}"})
 
@@ -80,7 +80,7 @@ def _accuracy() -> dict[str, Any] | None:
 @router.get("/how-we-calculate", response_class=HTMLResponse)
 def how_we_calculate(request: Request) -> HTMLResponse:
     """Every term with its formula and source: the engine's constants in the web layer's
-    wording, in the reader's language (issue 18, point 8)."""
+    wording, in the reader's language."""
     return render(
         request, "web/how_we_calculate.html",
         {"terms": [(term, TERM_TEXTS[term.key]) for term in TERMS],

@@ -32,7 +32,7 @@ VAT_ID_SHAPES: Final = {
 }
 """The part after the country prefix of each VAT ID we take, as the EU's VIES service describes
 its formats (Greece's prefix is EL; Swiss UIDs CHE..., Norway's org. numbers with MVA); Iceland
-and Liechtenstein keep the general shape (issue 18, point 9: "DE123" was accepted)."""
+and Liechtenstein keep the general shape ("DE123" was accepted)."""
 MARKUP = re.compile(r"[<>]")
 ITEM = re.compile(r"^(gpu|system):([a-z0-9][a-z0-9.-]{0,63})$")
 
@@ -45,7 +45,7 @@ def _collation_key(name: str) -> str:
 
 def countries(lang: str) -> list[tuple[str, str]]:
     """Country codes with their names in the page's language, sorted by name as that
-    language's readers look for it (issue 18, point 9)."""
+    language's readers look for it."""
     names = Locale.parse(lang).territories
     return sorted(((code, str(names.get(code, code))) for code in COUNTRIES),
                   key=lambda pair: _collation_key(pair[1]))

@@ -7,7 +7,7 @@ the customer to ``/q/<token>``, the permanent, unguessable page of that request.
 ``POST /quote`` stores at most ``SIZER_QUOTE_RATE_LIMIT_PER_HOUR`` requests per client address
 and clock hour (``app.state.quote_limiter``: the partner API's fixed-window limiter, in Redis
 when ``SIZER_REDIS_URL`` is set, so all workers share the count). Without it, 500 scripted
-requests pushed every real one out of the staff desk's view (issue 13, point 5). Only requests
+requests pushed every real one out of the staff desk's view. Only requests
 that would be stored count: a customer correcting a typo spends nothing.
 """
 
@@ -266,10 +266,10 @@ def quote_request_page(request: Request, session: DbSession, token: str,
 @router.post("/q/{token}/accept", dependencies=[Depends(same_origin)])
 def accept_quote(request: Request, session: DbSession, token: str,
                  body: Annotated[FormBody, Depends(read_form)]) -> Response:
-    """The customer accepts the sent quote; the form's box confirms it (issue 18, point 14).
+    """The customer accepts the sent quote; the form's box confirms it.
     Accepting twice (a double click) answers like the first time; an expired offer is refused
-    on its own page, saying so, with nothing recorded. The form must carry its page's token
-    (issue 24, point 4): without it the page is shown again (403), nothing recorded."""
+    on its own page, saying so, with nothing recorded. The form must carry its page's token:
+    without it the page is shown again (403), nothing recorded."""
     errors = FieldErrors()
     settings: Settings = request.app.state.settings
     priced = desk.get_sent_quote(session, token=token, vat=desk.VatPolicy.of(settings))

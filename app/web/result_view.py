@@ -39,7 +39,7 @@ SYSTEM_NAMES = {
     ("appliance", False): N_("%(count)s× %(gpu)s, clustered"),
     ("appliance", True): N_("%(count)s× %(gpu)s, clustered"),
 }
-"""A system's name in the customer's language, from what it is (issue 18, point 8): the
+"""A system's name in the customer's language, from what it is: the
 catalog's name is the staff's English wording; a single appliance keeps its product name."""
 
 
@@ -276,7 +276,7 @@ SEGMENTS: tuple[tuple[str, str], ...] = (
 )
 CHART_UNITS = 1000
 """Bars are drawn in a 0..1000 box stretched to the page's width; every text of the chart is
-HTML beside them, so it keeps the page's font size on a phone (issue 18, points 7 and 13)."""
+HTML beside them, so it keeps the page's font size on a phone."""
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,7 @@ class CardRow:
     highlighted: bool
     recommended: bool = False
     time: FieldError | None = None
-    """The training time for the customer's data on this card (issue 26), if it has one."""
+    """The training time for the customer's data on this card, if it has one."""
 
     @property
     def state(self) -> str:
@@ -354,7 +354,7 @@ class Verdict:
     recommended: str = ""
     """The row the verdict names (``card-<slug>`` or ``system-<slug>``), highlighted."""
     time: FieldError | None = None
-    """How long the row the verdict names trains on the customer's data (issue 26)."""
+    """How long the row the verdict names trains on the customer's data."""
 
     @property
     def state(self) -> str:
@@ -399,7 +399,7 @@ class ResultView:
     warnings: tuple[FieldError, ...]
     assumptions: tuple[FieldError, ...]
     thumb: RuleOfThumb | None = None
-    """Where a buyer's rule of thumb falls short, the terms it leaves out (issue 27, point 7)."""
+    """Where a buyer's rule of thumb falls short, the terms it leaves out."""
     compared: tuple[CardRow, ...] = ()
     """Comparison cards the customer named (not sold: no verdict, quote or recommendation)."""
 
@@ -439,7 +439,7 @@ KBIT_PREPARED_FP32_BYTES: Final = 4
 
 @dataclass(frozen=True)
 class RuleOfThumb:
-    """Why the job needs more than a buyer's rule of thumb (issue 27, point 7)."""
+    """Why the job needs more than a buyer's rule of thumb."""
 
     thumb_bytes: int
     total_bytes: int
@@ -541,7 +541,7 @@ def _fits(calc: CalculatorInput, row: CardRow) -> Verdict:
 
 def _recommended(calc: CalculatorInput, recommendation: Recommendation, rows: tuple[CardRow, ...],
                  systems: tuple[SystemRow, ...]) -> Verdict | None:
-    """The headline for the estimate's recommendation (issue 27, point 5): the cheapest offer
+    """The headline for the estimate's recommendation: the cheapest offer
     that fits as set or with a setup; the line under it says its price, time and changes."""
     if recommendation.kind == "gpu":
         row = next((r for r in rows if r.gpu.slug == recommendation.slug), None)

@@ -127,7 +127,7 @@ def parse(data: Mapping[str, str]) -> tuple[ServeInput, FieldErrors]:
     """Every field of the Serve form, each problem an error under the field's name: a number
     out of bounds, not a whole number, or sent empty (a shared link leaves a default out; the
     form sends every field, so an empty one was emptied, and sizing 1 user for it would
-    answer a question nobody asked: issue 30, point 3)."""
+    answer a question nobody asked)."""
     errors = FieldErrors()
     for name, multiline in (("model", False), ("config", True)):
         if not forms.no_control(data, name, errors, multiline=multiline):

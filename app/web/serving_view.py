@@ -160,7 +160,7 @@ def _warnings(fit: ServingFit) -> tuple[FieldError, ...]:
 
 
 def best_first(row: ServeRow) -> tuple[bool, bool, Decimal, str]:
-    """A table's order (issue 30, point 5): what serves the load first, then by price, "price
+    """A table's order: what serves the load first, then by price, "price
     on request" after every price, then by slug."""
     price = row.price_eur_net
     return (not row.fit.fits, price is None, price or Decimal(0), row.slug)

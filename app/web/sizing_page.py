@@ -79,8 +79,8 @@ def choose_hub_model(request: Request, session: Session, catalog: Catalog,
 
 
 def admit_hub_lookup(request: Request) -> None:
-    """Count one anonymous Hub look-up against the client's limit per minute (issue 24,
-    point 2); :class:`TooManyRequests` (429) beyond it. ``app.state.hub_limiter`` counts, in
+    """Count one anonymous Hub look-up against the client's limit per minute;
+    :class:`TooManyRequests` (429) beyond it. ``app.state.hub_limiter`` counts, in
     Redis when ``SIZER_REDIS_URL`` is set."""
     settings: Settings = request.app.state.settings
     client = client_identity(request.client.host if request.client else None)

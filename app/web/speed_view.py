@@ -1,4 +1,4 @@
-"""The training speed on "How we calculate" (issue 26): the model's constants as the engine
+"""The training speed on "How we calculate": the model's constants as the engine
 states them (app/engine/speed.py) and every published measurement with the engine's figure
 and error (app/estimates/speed_cases.py)."""
 

@@ -54,7 +54,7 @@ async def require_partner(
 
     Async, so that it costs no thread: a key checked within the last
     ``api_keys.PRINCIPAL_CACHE_S`` comes from this process's cache (no query); only a key not
-    checked lately is looked up in the database, in a thread (issue 19, point 4)."""
+    checked lately is looked up in the database, in a thread."""
     if credentials is None:
         raise ApiProblem(401, "Send your API key as 'Authorization: Bearer <key>'.",
                          headers=CHALLENGE)

@@ -111,7 +111,7 @@ async def create_estimate(request: Request, body: schemas.EstimateInput) -> Resp
     """Memory per GPU for the job, and how it fits each card: the engine's document."""
     # Async: a job answered before, against the cached catalog, is sent from the event loop
     # without a thread or a query; only the engine's work (and the catalog's revision check,
-    # once a second) goes to a thread (app/http/cached.py, issue 19 point 4).
+    # once a second) goes to a thread (app/http/cached.py).
     cached = caches.of(request)
     catalog = await cached_path.catalog(request)
     if body.model is not None and hub.is_repo_id(body.model):  # the Hub, maybe: a thread
@@ -145,7 +145,7 @@ def recommend(request: Request, session: DbSession, body: schemas.JobInput
     found = recommendations_service.recommend(catalog, to_request(body, with_levers=False),
                                               cache=cached.estimates)
     query = storefront_query(body)
-    # From SIZER_PUBLIC_BASE_URL, never from the request's Host header (issue 13, point 9).
+    # From SIZER_PUBLIC_BASE_URL, never from the request's Host header.
     settings: Settings = request.app.state.settings
     urls: dict[str, str | None] = {}
     for option in found.options:

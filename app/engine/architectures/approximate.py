@@ -16,7 +16,7 @@ router and that many gated experts of ``moe_intermediate_size`` (absent: ``inter
 which a config whose every layer is sparse may leave out), plus a shared expert where the config
 declares one (``shared_expert_intermediate_size``, or ``n_shared_experts`` experts' width); the
 dense layers are those ``first_k_dense_replace``, ``moe_layer_freq`` (a 0/1 list) or
-``mlp_only_layers``/``decoder_sparse_step`` name (issue 29: DeepSeek-V3, GLM-4.5-Air, MiMo,
+``mlp_only_layers``/``decoder_sparse_step`` name (DeepSeek-V3, GLM-4.5-Air, MiMo,
 Qwen3-VL-MoE under an unknown name come within 0.3 % of their exact counts).
 
 What it knows is there but cannot count it names (``Approximation.missing``, one assumption

@@ -1,6 +1,6 @@
 """quote requests marked as spam; partners keyed by a folded name, never joined by slug
 
-Issue 13, points 5 and 6. ``quote_request.spam`` lets staff hide a spam request from the desk's
+``quote_request.spam`` lets staff hide a spam request from the desk's
 default list without deleting it. ``partner.name_key`` (unique) is the partner's name folded
 the way people confuse names, so a new partner that reads like an existing one is refused
 instead of silently sharing its keys and quote requests.

@@ -1,6 +1,6 @@
 """hub_config: config.json files fetched from the Hugging Face Hub, with their commit
 
-Issue 16, point 3. A model named by its Hub repository id (``Qwen/Qwen3-8B``, optionally
+A model named by its Hub repository id (``Qwen/Qwen3-8B``, optionally
 ``@revision``) is sized from its config.json, fetched once (``app/catalog/hub.py``) and kept
 here, one row per repository (lower-cased, the key) and revision asked for, with the commit it
 was read at. A cache only: no other table refers to it, and a deleted row is fetched again.

@@ -1,6 +1,6 @@
 """quote requests keep their workload: fine-tuning ("training") or serving
 
-Issue 17 (a user's view): a quote asked from the Serve page (``/serve``) must carry the serving
+A quote asked from the Serve page (``/serve``) must carry the serving
 sizing (weights, KV cache, concurrency, tokens/s), not a training one. ``quote_request.workload``
 says which calculator the request came from, so the customer's page, the desk and the print
 view show that sizing and link back to that calculator; ``calculator_query`` holds that

@@ -1,6 +1,6 @@
 """quote_request.accepted_at and accepted_via: when and where a quote was accepted
 
-Issue 18, point 14. A customer accepts a sent quote on its /q/ page, or staff record an
+A customer accepts a sent quote on its /q/ page, or staff record an
 acceptance that came by phone or e-mail on the desk. The status says "accepted"; these say
 when (UTC) and how (``link``: the customer's own page; ``desk``: staff, named in the audit
 log). Both stay NULL until then. The quote's lines, prices and VAT rate are frozen from sending

@@ -1,6 +1,6 @@
 """gpu_sku.comparison_only: cards the shop does not sell, kept for comparison
 
-Issue 26, point 3. A customer may hold the job against a card they already have (an H100, an
+A customer may hold the job against a card they already have (an H100, an
 A100, an RTX 4090-class card) to see what a card the shop sells buys over it. Such a row is a
 catalog card like any other (facts, sources), marked ``comparison_only``: named on purpose
 (``--gpu h200-sxm``, the API's ``gpu`` list, the page's "compare with a card I already have"),
