@@ -18,16 +18,34 @@ from app.engine.estimate import estimate
 from app.engine.job_speed import speed_job
 from app.engine.shapes import ModelShape
 from app.engine.speed import (
+    ATTENTION_FRACTION,
+    ATTENTION_FRACTION_HOPPER,
     BF16_BYTES,
+    CPU_ADAM_PARAMS_PER_S,
+    EAGER_SCORE_BYTES,
+    FP32_BYTES,
+    LINK_EFFICIENCY,
+    LORA_DROPOUT_BYTES,
+    LORA_IN_BYTES,
+    LORA_MODULE_SECONDS,
+    LORA_OUT_BYTES,
+    MEMORY_EFFICIENCY,
     NF4_READ_BYTES,
+    PCIE_HOST_GBPS,
+    PEAK_FRACTION,
+    PEAK_FRACTION_HOPPER,
+    QLORA_DEQUANT_SECONDS,
     AttentionLayers,
     CardSpeed,
+    SpeedJob,
     achieved_fraction,
     communication_bytes,
     flop_terms,
     mean_context,
     memory_terms,
+    offload_seconds,
     optimizer_bytes,
+    step_seconds,
     step_work,
     training,
 )
@@ -188,3 +206,152 @@ def test_no_training_figure_without_the_cards_speed_figures() -> None:
 def test_a_card_publishing_only_fp4_computes_bf16_at_a_quarter() -> None:
     assert CardSpeed(bf16_tflops=None, memory_bandwidth_gbps=273.0,
                      fp4_tflops=500.0).matmul_tflops == 125.0
+
+
+def _by_hand(job: SpeedJob, card: CardSpeed = CARD) -> float:
+    """One optimizer step on ``card`` assembled here from the engine's terms, each once: the
+    micro-steps' matmuls and attention at their achieved shares, their memory-bound bytes and
+    fixed kernel times, the optimizer step's bytes, the host transfers of offload, and what of
+    the communication outlasts the compute."""
+    tokens = job.batch_size * job.seq_len
+    flops = flop_terms(LLAMA_8B, job)
+    memory = memory_terms(LLAMA_8B, job)
+    peak = (card.bf16_tflops or 0.0) * 1e12
+    bandwidth = (card.memory_bandwidth_gbps or 0.0) * 1e9 * MEMORY_EFFICIENCY
+    compute = (tokens * (flops.total - flops.attention)
+               / (peak * PEAK_FRACTION_HOPPER * tokens / (tokens + 64))
+               + tokens * flops.attention / (peak * ATTENTION_FRACTION_HOPPER))
+    micro = (compute + memory.per_micro_step / bandwidth + memory.fixed_seconds)
+    seconds = (job.gradient_accumulation * micro + memory.optimizer / bandwidth
+               + offload_seconds(job))
+    link = (card.interconnect_bandwidth_gbps or 0.0) / 2 * 1e9 * LINK_EFFICIENCY["nvlink"]
+    exposed = communication_bytes(LLAMA_8B, job) / link - job.gradient_accumulation * compute
+    return seconds + max(0.0, exposed)
+
+
+@pytest.mark.parametrize("job", [
+    Job(method="lora", batch_size=2, seq_len=4096, gradient_accumulation=4),
+    Job(method="qlora", gradient_checkpointing=True, lora_dropout=0.1),
+    Job(method="full", precision="amp", attention="eager", seq_len=1024),
+    Job(method="full", precision="bf16", offload="optimizer", gpus=2, sharding="zero3"),
+    Job(method="lora", activation_offload=True, gradient_checkpointing=True),
+    Job(method="full", precision="bf16", gpus=8, sharding="zero3", seq_len=512),
+], ids=["lora-ga4", "qlora-ckpt", "full-amp-eager", "full-offload-zero3", "act-offload",
+        "zero3-8-exposed"])
+def test_the_step_is_the_sum_of_every_term_once(job: Job) -> None:
+    speed = speed_job(LLAMA_8B, job)
+    assert step_seconds(step_work(LLAMA_8B, speed), CARD) == pytest.approx(_by_hand(speed),
+                                                                          rel=1e-12)
+
+
+def test_an_ampere_step_takes_its_own_shares() -> None:
+    job = speed_job(LLAMA_8B, Job(method="lora", seq_len=8192))
+    tokens = 8192
+    flops = flop_terms(LLAMA_8B, job)
+    memory = memory_terms(LLAMA_8B, job)
+    a100 = CardSpeed(bf16_tflops=312.0, memory_bandwidth_gbps=2039.0)
+    compute = (tokens * (flops.total - flops.attention)
+               / (312e12 * PEAK_FRACTION * tokens / (tokens + 64))
+               + tokens * flops.attention / (312e12 * ATTENTION_FRACTION))
+    by_hand = (compute + (memory.per_micro_step + memory.optimizer) / (2039e9 * MEMORY_EFFICIENCY)
+               + memory.fixed_seconds)
+    assert step_seconds(step_work(LLAMA_8B, job), a100) == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_the_totals_are_the_sums_of_their_terms() -> None:
+    job = speed_job(LLAMA_8B, Job(method="qlora", gradient_checkpointing=True, lora_dropout=0.1,
+                                  attention="eager", seq_len=1024, base_dtype="fp32"))
+    flops = flop_terms(LLAMA_8B, job)
+    assert flops.total == pytest.approx(
+        flops.forward + flops.activation_grads + flops.weight_grads + flops.adapters
+        + flops.recompute + flops.attention + flops.lm_head)
+    assert flops.model == pytest.approx(flops.total - flops.recompute)
+    memory = memory_terms(LLAMA_8B, job)
+    assert memory.per_micro_step == pytest.approx(
+        memory.dequantise + memory.weight_casts + memory.eager_scores + memory.adapters
+        + memory.elementwise)
+    assert min(flops.adapters, flops.lm_head, memory.elementwise, memory.dequantise) > 0
+
+
+def test_every_term_of_a_step_adds_time() -> None:
+    """Each term, taken out of the step by hand, leaves it shorter: none is left unused."""
+    job = speed_job(LLAMA_8B, Job(method="qlora", gradient_checkpointing=True, gpus=2,
+                                  lora_dropout=0.1, offload="optimizer",
+                                  activation_offload=True, attention="eager", seq_len=1024))
+    memory = memory_terms(LLAMA_8B, job)
+    assert min(memory.dequantise, memory.adapters, memory.eager_scores, memory.elementwise,
+               memory.fixed_seconds, offload_seconds(job)) > 0
+    assert communication_bytes(LLAMA_8B, job) > 0
+
+
+def test_qlora_and_lora_modules_add_their_fixed_kernel_times() -> None:
+    modules = 32 * 7  # q, k, v, o, gate, up, down in every layer
+    lora = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora")))
+    assert lora.fixed_seconds == pytest.approx(2 * modules * LORA_MODULE_SECONDS)
+    qlora = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="qlora",
+                                                           gradient_checkpointing=True)))
+    # forward, recomputed forward and backward: each adapter and each 4-bit layer's
+    # dequantisation call
+    assert qlora.fixed_seconds == pytest.approx(3 * modules * (LORA_MODULE_SECONDS
+                                                               + QLORA_DEQUANT_SECONDS))
+    assert memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="full"))).fixed_seconds == 0
+
+
+def test_lora_adapters_read_their_input_and_write_their_output_on_every_pass() -> None:
+    tokens = 2048
+    per_token = sum((s.in_features * LORA_IN_BYTES + s.out_features * LORA_OUT_BYTES) * s.layers
+                    for s in LLAMA_8B.linears)
+    plain = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora")))
+    assert plain.adapters == pytest.approx(2 * tokens * per_token)  # forward and backward
+    dropout = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora", lora_dropout=0.1)))
+    extra = sum(s.in_features * LORA_DROPOUT_BYTES * s.layers for s in LLAMA_8B.linears)
+    assert dropout.adapters == pytest.approx(2 * tokens * (per_token + extra))
+
+
+def test_eager_attention_moves_its_score_matrices() -> None:
+    seq = 1024
+    eager = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora", seq_len=seq,
+                                                           attention="eager")))
+    # 32 layers x 32 heads x seq^2 scores, forward once and a backward of twice its traffic
+    assert eager.eager_scores == pytest.approx(32 * 32 * seq * seq * EAGER_SCORE_BYTES * 3)
+    flash = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora", seq_len=seq)))
+    assert flash.eager_scores == 0
+
+
+def test_an_fp32_frozen_base_is_cast_on_every_pass() -> None:
+    fp32 = memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora", base_dtype="fp32")))
+    assert fp32.weight_casts == pytest.approx(LLAMA_8B.split.linear * 2 * (FP32_BYTES
+                                                                           + BF16_BYTES))
+    assert memory_terms(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora"))).weight_casts == 0
+
+
+def test_optimizer_offload_sends_gradients_and_weights_over_pcie_and_steps_on_the_host() -> None:
+    job = speed_job(LLAMA_8B, Job(method="full", precision="bf16", offload="optimizer"))
+    params = job.trainable_params
+    assert offload_seconds(job) == pytest.approx(
+        params * (2 + BF16_BYTES) / (PCIE_HOST_GBPS * 1e9) + params / CPU_ADAM_PARAMS_PER_S)
+    sharded = dataclasses.replace(job, gpus=4, sharding="zero3")
+    assert offload_seconds(sharded) == pytest.approx(offload_seconds(job) / 4)
+    assert offload_seconds(speed_job(LLAMA_8B, Job(method="full", precision="bf16"))) == 0
+
+
+def test_activation_offload_sends_the_saved_activations_down_and_back() -> None:
+    job = speed_job(LLAMA_8B, Job(method="lora", activation_offload=True,
+                                  gradient_checkpointing=True, gradient_accumulation=2))
+    assert job.saved_bytes_per_token > 0
+    assert offload_seconds(job) == pytest.approx(
+        2 * 2 * 2048 * job.saved_bytes_per_token / (PCIE_HOST_GBPS * 1e9))
+    work = step_work(LLAMA_8B, job)
+    kept = step_work(LLAMA_8B, dataclasses.replace(job, activation_offload=False))
+    assert step_seconds(work, CARD) - step_seconds(kept, CARD) == pytest.approx(
+        offload_seconds(job))
+
+
+def test_communication_hidden_by_the_compute_adds_nothing() -> None:
+    """DDP's gradient all-reduce of a LoRA adapter over NVLink hides under the backward; only
+    what outlasts the compute would add to the step."""
+    job = speed_job(LLAMA_8B, Job(method="lora"))
+    alone = step_seconds(step_work(LLAMA_8B, job), CARD)
+    two = step_seconds(step_work(LLAMA_8B, dataclasses.replace(job, gpus=2)), CARD)
+    assert communication_bytes(LLAMA_8B, dataclasses.replace(job, gpus=2)) > 0
+    assert two == pytest.approx(alone)
