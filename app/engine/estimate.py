@@ -204,7 +204,8 @@ def estimate(
     totals = model.totals(job.batch_size, job.seq_len)
     total = totals.total_bytes
     work = step_work(shape, speed_job(shape, job, states.trainable_params), layers)
-    fits = tuple(_card_fit(models, job, model, total, gpu, work) for gpu in gpus)
+    by_memory: dict[int, _MemoryFit] = {}
+    fits = tuple(_card_fit(models, job, model, total, gpu, work, by_memory) for gpu in gpus)
     levers = _levers(models, job, gpus, fits) if with_levers else ()
     by_accounting: dict[str, int] = {
         acc: single_gpu_job_states(shape, job, acc).total_bytes for acc in ACCOUNTINGS
@@ -244,9 +245,15 @@ def _levers(models: StepModels, job: Job, gpus: Sequence[GpuSpec],
     levers: list[Lever] = []
     if not all(fit.fits for fit in fits):
         options = lever_options(job)
+        by_memory: dict[int, list[Lever]] = {}  # a card's levers depend on its memory alone
         for fit, gpu in zip(fits, gpus, strict=True):
-            if not fit.fits:
-                levers.extend(levers_for(models, job, gpu, options))
+            if fit.fits:
+                continue
+            found = by_memory.get(gpu.usable_bytes)
+            if found is None:
+                found = by_memory[gpu.usable_bytes] = levers_for(models, job, gpu, options)
+            levers.extend(dataclasses.replace(lever, gpu=gpu.slug, change=dict(lever.change))
+                          for lever in found)
     return tuple(levers)
 
 
@@ -268,10 +275,26 @@ def _breakdown(states: ModelStates, model: StepModel, totals: StepTotals) -> Bre
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _MemoryFit:
+    """What a card's fit takes from its memory alone: cards of one size share it."""
+
+    max_batch_size: int
+    max_seq_len: int
+    fewest_cards_zero3: int | None
+
+
 def _card_fit(
-    models: StepModels, job: Job, model: StepModel, total: int, gpu: GpuSpec, work: StepWork
+    models: StepModels, job: Job, model: StepModel, total: int, gpu: GpuSpec, work: StepWork,
+    by_memory: dict[int, _MemoryFit],
 ) -> CardFit:
     usable = gpu.usable_bytes
+    sized = by_memory.get(usable)
+    if sized is None:
+        sized = by_memory[usable] = _MemoryFit(
+            model.max_batch_size(usable, job.seq_len),
+            model.max_seq_len(usable, job.batch_size, models.shape.max_positions),
+            fewest_cards_zero3(models, job, usable))
     warnings: list[str] = []
     if gpu.unified_memory:
         warnings.append(UNIFIED_MEMORY_WARNING)
@@ -284,9 +307,9 @@ def _card_fit(
         total_bytes=total,
         free_bytes=usable - total,
         fits=total <= usable,
-        max_batch_size=model.max_batch_size(usable, job.seq_len),
-        max_seq_len=model.max_seq_len(usable, job.batch_size, models.shape.max_positions),
-        fewest_cards_zero3=fewest_cards_zero3(models, job, usable),
+        max_batch_size=sized.max_batch_size,
+        max_seq_len=sized.max_seq_len,
+        fewest_cards_zero3=sized.fewest_cards_zero3,
         formats=capabilities(gpu.compute_capability).formats,
         warnings=tuple(warnings),
         training=training(work, gpu.speed, dataset_tokens=job.dataset_tokens,

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from app.catalog.schemas import Catalog
+from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
 from app.catalog.seed import load_seed_catalog
 from app.engine import EstimateResult, GpuSpec, Job, ModelShape
 from app.engine import estimate as engine_estimate
+from app.engine.setup import cheapest_setup
 from app.engine.speed import AttentionLayers
 from app.engine.step_model import StepModels
 from app.errors import InvalidInput
-from app.estimates import service
+from app.estimates import advice, service
 from app.estimates.service import EstimateCache, EstimateRequest
 
 LORA = EstimateRequest(job=Job(method="lora", batch_size=4), model_slug="llama-3.1-8b")
@@ -137,3 +138,59 @@ def test_a_new_snapshot_lets_go_of_the_old_one_s_answers(
     service.estimate(edited, LORA, cache=cache)
     service.estimate(catalog, LORA, cache=cache)  # the old snapshot again: computed afresh
     assert len(engine_calls) == 3
+
+
+def _sized_alone(catalog: Catalog, request: EstimateRequest) -> service.Sizing:
+    """The sizing as if every card and every system were asked of the engine on its own: one
+    engine call for the cards with no step models shared, one call per system, each setup
+    searched afresh (what :func:`service.sizing` shares must never change a figure)."""
+    shape, layers = service.resolve_model(catalog, request)
+    job, chosen = service.resolved_job(shape, request)
+    records = service.select_gpus(catalog, request.gpu_slugs, request.compare_slugs)
+    gpus = [service.gpu_spec(record) for record in records]
+    allowed = service.allowed_levers(request)
+    result = engine_estimate(shape, job, gpus, with_levers=request.with_levers, layers=layers)
+    fits = tuple(fit if fit.fits else dataclasses.replace(
+        fit, setup=cheapest_setup(shape, job, spec, allowed, layers=layers))
+        for fit, spec in zip(result.fits, gpus, strict=True))
+    result = dataclasses.replace(result, checkpointing=chosen, fits=fits)
+
+    def alone(system: SystemRecord, gpu: GpuRecord) -> service.SystemFit:
+        held = service.system_job(job, system.gpu_count)
+        spec = service.system_link(service.gpu_spec(gpu), system)
+        found = engine_estimate(shape, held, [spec], with_levers=False, layers=layers).fits[0]
+        return service.SystemFit(
+            system=system, gpu=gpu, gpus=system.gpu_count, sharding=held.sharding,
+            fits=found.fits, total_bytes_per_gpu=found.total_bytes,
+            free_bytes_per_gpu=found.free_bytes, max_batch_size=found.max_batch_size,
+            warnings=found.warnings, training=found.training,
+            setup=None if found.fits else cheapest_setup(shape, held, spec, allowed,
+                                                         layers=layers))
+
+    systems = service.system_rows(catalog, request, alone)
+    offers = [*service._card_offers(request, result, list(records)),
+              *service._system_offers(request, systems)]
+    return service.Sizing(
+        result=dataclasses.replace(result, recommendation=advice.recommend(offers)),
+        systems=systems)
+
+
+@pytest.mark.parametrize("request_", [
+    LORA,
+    EstimateRequest(job=Job(method="full", seq_len=4096), model_slug="llama-3.3-70b",
+                    checkpointing="auto"),
+    EstimateRequest(job=Job(method="lora", batch_size=8), model_slug="llama-3.3-70b",
+                    checkpointing="auto", allow_method_change=True),
+    EstimateRequest(job=Job(method="qlora", batch_size=16, seq_len=8192),
+                    model_slug="qwen3-30b-a3b", checkpointing="auto"),
+    EstimateRequest(job=Job(method="full", batch_size=4), model_slug="llama-3.1-8b",
+                    compare_slugs=("h200-sxm", "a100-80gb")),
+], ids=["lora-8b", "full-70b", "lora-70b-qlora-allowed", "qlora-moe-long", "compared"])
+def test_what_one_sizing_shares_changes_no_figure(catalog: Catalog,
+                                                  request_: EstimateRequest) -> None:
+    """One sizing shares its step models between the cards, the levers, the setups and the
+    systems, holds the systems of one card count in one engine call and the cards of one size
+    once: every figure is what each card and system asked alone gives."""
+    shared = service.sizing(catalog, request_, cache=EstimateCache())
+    assert shared == _sized_alone(catalog, request_)
+    assert request_ is LORA or shared.result.levers  # cards it does not fit: levers, setups
