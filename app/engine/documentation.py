@@ -45,7 +45,7 @@ _adam = states.OPTIMIZER_MOMENT_BYTES["adamw"]
 _ckpt = activations.CHECKPOINT_INPUT_BYTES
 
 TERMS: tuple[Term, ...] = (
-    Term("parameters", {}, "app/engine/shapes.py"),
+    Term("parameters", {}, "app/engine/architectures/"),
     Term("full-zero", {
         "weights": _zero_w, "gradients": _zero_g, "master": states.ZERO_MASTER_BYTES,
         "moments": _adam, "total": _zero_w + _zero_g + states.ZERO_MASTER_BYTES + _adam,

@@ -17,7 +17,7 @@ ErrorParam = str | int
 own way: the English reason with thousands separators (``1,024``), pages as the locale does."""
 
 ERROR_TEXTS: Final[Mapping[str, str]] = {
-    # the job (app/engine/estimate.py, app/engine/states.py)
+    # the job (app/engine/job.py, app/engine/states.py)
     "not_one_of": "%(value)s is not one of %(allowed)s",
     "whole_number": "must be a whole number of at least 1",
     "at_most": "must be at most %(max)s",
