@@ -70,8 +70,11 @@ wheel: $(STAMP)
 image:
 	$(PYTHON) -m tools.image
 
+# The figures go to benchmarks/results.json and the table in docs/performance.md
+# (tools/bench_results.py; tests/test_bench_results.py holds the two together): commit both.
 bench: $(STAMP)
-	$(BIN)/pytest benchmarks -q --benchmark-only
+	$(BIN)/pytest benchmarks -q --benchmark-only --benchmark-json=$(VENV)/bench-raw.json
+	$(BIN)/python -m tools.bench_results $(VENV)/bench-raw.json
 
 clean:
 	rm -rf $(VENV) data

@@ -221,3 +221,39 @@ def test_the_readmes_counts_are_the_datas(pattern: str, document: str) -> None:
     assert found is not None, f"the README no longer says {pattern!r}: update README_FIGURES"
     cases = json.loads((MEASUREMENTS_DIR / document).read_text(encoding="utf-8"))["cases"]
     assert int(found.group(1)) == len(cases)
+
+
+def _seed_models() -> int:
+    from tests.engine.reference import seed_model_index
+
+    return len(seed_model_index())
+
+
+def _h200_steps() -> int:
+    steps = ROOT / "tests" / "fixtures" / "h200_steps" / "h200-steps.json"
+    return len(json.loads(steps.read_text(encoding="utf-8"))["cases"])
+
+
+def _published_steps_held() -> int:
+    cases = json.loads((MEASUREMENTS_DIR / "published_speed.json").read_text(encoding="utf-8"))
+    return sum(1 for case in cases["cases"] if case["held"])
+
+
+DOC_FIGURES: tuple[tuple[str, str, Any], ...] = (
+    ("accuracy.md", r"checks all (\d+) seed models", _seed_models),
+    ("accuracy.md", r"\*\*(\d+) steps on an H200 SXM\*\*", _h200_steps),
+    ("accuracy.md", r"chosen on the (\d+) H200 steps", _h200_steps),
+    ("accuracy.md", r"\*\*(\d+) published steps\*\*", _published_steps_held),
+    ("accuracy.md", r"H200 steps and the (\d+) published steps", _published_steps_held),
+)
+"""Counts docs/ states in prose, each with what it counts: the seed models the shape tests
+check, the H200 steps and the published steps the speed tests hold (``held``). The figures in
+the generated blocks (``make accuracy``, ``make bench``) are checked where they are written."""
+
+
+@pytest.mark.parametrize(("document", "pattern", "count"), DOC_FIGURES)
+def test_the_documents_counts_are_the_datas(document: str, pattern: str, count: Any) -> None:
+    found = re.search(pattern, (DOCS / document).read_text(encoding="utf-8"))
+    assert found is not None, f"{document} no longer says {pattern!r}: update DOC_FIGURES"
+    assert int(found.group(1)) == count()
+
