@@ -37,7 +37,7 @@ def _gettext(context: Context, message: str) -> str:
 
 
 @pass_context
-def _translate(context: Context, message: str, **variables: Any) -> str:
+def _translate(context: Context, message: str, /, **variables: Any) -> str:
     """``_()`` in a template, as the i18n extension's newstyle ``_`` gives it (the message in
     the request's language, markup-safe where autoescaping is on, always %-formatted with the
     keyword values, so ``%%`` is a percent sign) in one call where the extension's alias takes
