@@ -10,7 +10,7 @@ FastAPI has parsed already, holds the parsed object to :func:`check_values` and
 * an empty document, one that is not JSON, one that is not a JSON object;
 * more than 256 KB of UTF-8 (:data:`MAX_CONFIG_BYTES`) in what is kept: the document after its
   quantisation section is summarised (below), and never more than 8 MB read at all
-  (:data:`MAX_DOCUMENT_BYTES`);
+  (:data:`MAX_DOCUMENT_BYTES`), 4 MB from a page or the API (:data:`MAX_POSTED_BYTES`);
 * nesting deeper than 32 levels (:data:`MAX_DEPTH`);
 * integers beyond +-2**53 (:data:`MAX_JSON_INT`), what every JSON parser holds exactly and far
   beyond any real model's dimensions; an integer longer than Python converts at all (4,300
@@ -61,6 +61,13 @@ MAX_DOCUMENT_BYTES: Final = 8 * 1024 * 1024
 after :func:`summarise` is held to :data:`MAX_CONFIG_BYTES`. The largest real one we know is
 NVIDIA's MiniMax-M3-NVFP4 export at 3,087,083 bytes (ai-dynamo/aiconfigurator's copy,
 tests/fixtures/hf_configs/SOURCES.md); 8 MB leaves room for a model with more layers."""
+MAX_POSTED_BYTES: Final = 4 * 1024 * 1024
+"""Most bytes of a config.json the pages take pasted and the API posted (the Hub and the CLI
+read up to :data:`MAX_DOCUMENT_BYTES`). The largest real one we know, MiniMax-M3-NVFP4's
+3,087,083 bytes, fits with a quarter to spare; the page's form body and the API's body limits
+are set from it (``app/html/forms.py``, ``app/api/v1/limits.py``), so a paste within it is
+never cut off by them. Reading one stays linear in its bytes: parsed once, its quantisation
+section summarised (:func:`summarise`), what is kept held to :data:`MAX_CONFIG_BYTES`."""
 SUMMARISED_SECTIONS: Final = ("quantization_config",)
 """Top-level sections summarised before the size is checked: nothing in the engine reads them,
 and quantised exports list every layer in them."""
@@ -86,8 +93,8 @@ MAX_PATH_CHARS: Final = 100
 stranger's and may be any length)."""
 
 Problem = Literal[
-    "empty", "size", "syntax", "not_object", "depth", "not_finite", "too_large", "not_unicode",
-    "control",
+    "empty", "size", "document_size", "syntax", "not_object", "depth", "not_finite",
+    "too_large", "not_unicode", "control",
 ]
 """Which bound a config.json broke; the surfaces key their messages on it."""
 
@@ -101,10 +108,12 @@ class ConfigValueError(ValueError):
 
     ``problem`` says which bound (for translation), ``path`` where in the document
     (``rope_scaling.factor``, ``layer_types[3]``; ``""`` for the document as a whole),
-    ``reason`` says it in English, and ``line``/``column`` place a syntax error."""
+    ``reason`` says it in English, ``line``/``column`` place a syntax error and ``limit`` is
+    the bound in bytes a document broke (``size`` and ``document_size``)."""
 
     def __init__(self, problem: Problem, reason: str, *, path: str = "",
-                 line: int | None = None, column: int | None = None) -> None:
+                 line: int | None = None, column: int | None = None,
+                 limit: int | None = None) -> None:
         path = _printable(path)
         super().__init__(f"{path}: {reason}" if path else reason)
         self.problem: Problem = problem
@@ -112,6 +121,7 @@ class ConfigValueError(ValueError):
         self.path = path
         self.line = line
         self.column = column
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,19 +205,19 @@ def _json_bytes(value: object) -> int:
                .encode("utf-8", "surrogatepass"))
 
 
-def read_config_text(text: str) -> dict[str, Any]:
+def read_config_text(text: str, *, limit: int = MAX_DOCUMENT_BYTES) -> dict[str, Any]:
     """The config.json in ``text`` as a dict, or :class:`ConfigValueError` saying why not.
 
     Every surface that reads a config.json as text reads it with this (the API holds its
     already parsed body to :func:`check_size` and :func:`check_values`). The text may take up
-    to :data:`MAX_DOCUMENT_BYTES`; the document returned, its quantisation section summarised,
-    at most :data:`MAX_CONFIG_BYTES`."""
+    to ``limit`` bytes (:data:`MAX_DOCUMENT_BYTES`; the pages :data:`MAX_POSTED_BYTES`); the
+    document returned, its quantisation section summarised, at most :data:`MAX_CONFIG_BYTES`."""
     if not text.strip():
         raise ConfigValueError("empty", "the config.json is empty")
     # surrogatepass: a lone surrogate is counted here and refused by the walk with its place
     read_bytes = len(text.encode("utf-8", "surrogatepass"))
-    if read_bytes > MAX_DOCUMENT_BYTES:
-        raise size_error(MAX_DOCUMENT_BYTES)
+    if read_bytes > limit:
+        raise size_error(limit)
     try:
         document = loads_bounded(text)
     except json.JSONDecodeError as error:
@@ -244,6 +254,16 @@ def read_config_bytes(data: bytes) -> dict[str, Any]:
     return read_config_text(text)
 
 
+def summarised(config: dict[str, Any]) -> dict[str, Any]:
+    """A parsed config.json (the API's body) as :func:`read_config_text` keeps one: its
+    quantisation section summarised when the whole takes more than :data:`MAX_CONFIG_BYTES` as
+    JSON; :func:`check_size` then holds what is kept to that. Call it after
+    :func:`check_values`. Linear in the document's size."""
+    if _json_bytes(config) <= MAX_CONFIG_BYTES:
+        return config
+    return summarise(config)
+
+
 def check_size(config: Mapping[str, Any]) -> None:
     """Refuse a parsed config.json that takes more than :data:`MAX_CONFIG_BYTES` as JSON
     (``problem == "size"``); for the API, whose body arrives parsed. Call it after
@@ -257,9 +277,10 @@ def check_size(config: Mapping[str, Any]) -> None:
 def size_error(limit: int = MAX_CONFIG_BYTES) -> ConfigValueError:
     """The refusal of a config.json over :data:`MAX_CONFIG_BYTES` (also for a surface that
     stops reading an upload at the limit), or over ``limit`` read at all."""
-    if limit >= 1024 * 1024:
-        return ConfigValueError("size", f"larger than {limit // (1024 * 1024)} MB")
-    return ConfigValueError("size", f"larger than {limit // 1024} KB")
+    if limit >= 1024 * 1024:  # the whole document, before anything is summarised
+        return ConfigValueError("document_size", f"larger than {limit // (1024 * 1024)} MB",
+                                limit=limit)
+    return ConfigValueError("size", f"larger than {limit // 1024} KB", limit=limit)
 
 
 def check_values(value: object, path: str = "", depth: int = 0) -> None:

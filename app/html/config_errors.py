@@ -15,6 +15,8 @@ from app.html.forms import N_, FieldErrors
 MESSAGES: Final[dict[inline_config.Problem, str]] = {
     "empty": N_("Paste the model's config.json."),
     "size": N_("A config.json may be at most %(max)s KB."),
+    "document_size": N_("A config.json may be at most %(max)s MB (a quantised checkpoint's "
+                        "list of layers included)."),
     "syntax": N_("Not valid JSON (line %(line)s, column %(column)s)."),
     "not_object": N_("A config.json is a JSON object ({...})."),
     "depth": N_("A config.json may be nested at most %(max)s levels deep."),
@@ -31,6 +33,8 @@ def add(errors: FieldErrors, field: str, error: inline_config.ConfigValueError) 
     params: dict[str, int | str] = {}
     if error.problem == "size":
         params["max"] = inline_config.MAX_CONFIG_BYTES // 1024
+    elif error.problem == "document_size":
+        params["max"] = (error.limit or inline_config.MAX_POSTED_BYTES) // (1024 * 1024)
     elif error.problem == "depth":
         params["max"] = inline_config.MAX_DEPTH
     elif error.problem == "syntax":
@@ -39,9 +43,10 @@ def add(errors: FieldErrors, field: str, error: inline_config.ConfigValueError) 
 
 
 def read(text: str, errors: FieldErrors, field: str = "config") -> dict[str, Any] | None:
-    """The config.json in ``text``, or None with the reason added beside ``field``."""
+    """The config.json pasted in ``text`` (at most :data:`~app.catalog.inline_config.
+    MAX_POSTED_BYTES`), or None with the reason added beside ``field``."""
     try:
-        return inline_config.read_config_text(text)
+        return inline_config.read_config_text(text, limit=inline_config.MAX_POSTED_BYTES)
     except inline_config.ConfigValueError as error:
         add(errors, field, error)
         return None

@@ -13,10 +13,14 @@ from urllib.parse import parse_qsl
 
 from fastapi import HTTPException, Request
 
+from app.catalog import inline_config
 from app.text_input import control_character
 
-MAX_FORM_BYTES: Final = 1024 * 1024
-"""Largest urlencoded body read (a 256 KB config.json, percent-encoded, fits)."""
+MAX_FORM_BYTES: Final = 3 * inline_config.MAX_POSTED_BYTES + 64 * 1024
+"""Largest urlencoded body read: a pasted config.json of
+:data:`~app.catalog.inline_config.MAX_POSTED_BYTES` fits whatever its characters (percent-
+encoding takes at most 3 bytes a byte; MiniMax-M3-NVFP4's 3,087,083 bytes take 3,936,402), with
+room for the form's other fields. Read in chunks and refused the moment it passes the limit."""
 FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
 
 

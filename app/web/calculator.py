@@ -20,11 +20,12 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app import caches
+from app.catalog import inline_config
 from app.catalog import service as catalog_service
 from app.catalog.schemas import Catalog
 from app.estimates import service as estimates_service
 from app.estimates.service import EstimateCache
-from app.html import htmx
+from app.html import config_errors, htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
 from app.html.fragments import Rendered
 from app.http import cached as cached_path
@@ -131,7 +132,8 @@ async def calculate(request: Request, body: Annotated[FormBody, Depends(read_for
     Async: the htmx result for a job asked before costs no thread (:func:`result_page`)."""
     if body.too_large:
         calc, errors = CalculatorInput(model=form.CUSTOM_MODEL), FieldErrors()
-        errors.add("config", N_("A config.json may be at most %(max)s KB."), max=256)
+        config_errors.add(errors, "config",
+                          inline_config.size_error(inline_config.MAX_POSTED_BYTES))
         return await result_page(request, calc, errors, status=413)
     calc, errors = form.parse(body.fields)
     if not errors and not calc.is_custom and not htmx.is_htmx(request):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlencode
 
-from app.catalog import hub
+from app.catalog import hub, inline_config
 from app.catalog.hub import HubModel
 from app.engine import Job, checkpointing
 from app.engine import precision as dtypes
@@ -38,6 +38,8 @@ from app.html.forms import N_, FieldErrors
 from app.web import engine_errors
 
 CUSTOM_MODEL: Final = "custom"
+MAX_CONFIG_MB: Final = inline_config.MAX_POSTED_BYTES // (1024 * 1024)
+"""The most a pasted config.json may take, as the field's label says it."""
 DEFAULT_MODEL: Final = "llama-3.1-8b"
 MAX_BATCH: Final = job_limits.MAX_BATCH_SIZE
 MAX_SEQ: Final = job_limits.MAX_SEQ_LEN

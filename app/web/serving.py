@@ -87,7 +87,8 @@ def serve_submit(request: Request, session: DbSession,
     config field (413)."""
     if body.too_large:
         calc, errors = ServeInput(model=form.CUSTOM_MODEL), FieldErrors()
-        config_errors.add(errors, "config", inline_config.size_error())
+        config_errors.add(errors, "config",
+                          inline_config.size_error(inline_config.MAX_POSTED_BYTES))
         return page(request, session, {}, calc=calc, errors=errors, status=413)
     calc, errors = form.parse(body.fields)
     if not errors and not calc.is_custom and not htmx.is_htmx(request):

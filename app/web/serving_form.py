@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlencode
 
-from app.catalog import hub
+from app.catalog import hub, inline_config
 from app.catalog.hub import HubModel
 from app.engine.serving import (
     KV_DTYPES,
@@ -32,6 +32,8 @@ from app.html.forms import N_, FieldErrors
 CUSTOM_MODEL: Final = "custom"
 """The model field's value for a pasted config.json (the fine-tune page's, too)."""
 CONFIG_REQUEST_FIELD: Final = "model_config"
+MAX_CONFIG_MB: Final = inline_config.MAX_POSTED_BYTES // (1024 * 1024)
+"""The most a pasted config.json may take, as the field's label says it."""
 """The service's name for a config.json: its fields' errors go beside the pasted one."""
 DEFAULT_MODEL: Final = "llama-3.1-8b"
 DEFAULT_SPEED: Final = int(MIN_TOKENS_PER_S)

@@ -68,10 +68,11 @@ def test_the_size_is_counted_in_bytes_before_anything_is_decoded() -> None:
     too_big = ("{" + '"a": "' + "é" * inline_config.MAX_DOCUMENT_BYTES + '"}').encode()
     with pytest.raises(ConfigValueError) as refused:
         read_config_bytes(too_big[: inline_config.MAX_DOCUMENT_BYTES + 1])
-    assert refused.value.problem == "size"
+    assert refused.value.problem == "document_size"
     with pytest.raises(ConfigValueError) as refused:
         read_config_text(too_big.decode())
-    assert refused.value.problem == "size"
+    assert (refused.value.problem, refused.value.limit) == ("document_size",
+                                                            inline_config.MAX_DOCUMENT_BYTES)
 
 
 def test_a_parsed_document_is_held_to_the_same_bounds() -> None:

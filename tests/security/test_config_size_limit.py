@@ -2,7 +2,7 @@
 
 Where it is enforced: ``app/catalog/inline_config.py`` (``MAX_CONFIG_BYTES``), checked by the
 page's form parser (``app/web/calculator_form.py``: an inline error), the API's request mapping
-(``app/api/v1/estimates.py``: 413, inside the 300 KB body limit of ``app/api/v1/limits.py``)
+(``app/api/v1/bodies.py``: 413, inside the body limit of ``app/api/v1/limits.py``)
 and ``sizer estimate --model-config`` (``app/cli/estimate.py``). A config of exactly 256 KB is
 read for its content; one byte more is refused for its size.
 """
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from app.api.v1.limits import MAX_BODY_BYTES
+from app.html.forms import MAX_FORM_BYTES
 from tests.cli.runner import sizer
 from tests.security.catalogue import (
     LARGEST_CONFIG,
@@ -73,7 +75,7 @@ def test_the_page_reads_a_256_kb_config_for_its_content(shop: Shop) -> None:
 
 
 def test_a_page_body_over_its_limit_is_refused_beside_the_field(shop: Shop) -> None:
-    body = _encode({"model": "custom", "config": "x" * (1024 * 1024 + 1)}).encode("ascii")
+    body = _encode({"model": "custom", "config": "x" * (MAX_FORM_BYTES + 1)}).encode("ascii")
     response = shop.client.post("/", content=body, headers={"Content-Type": FORM, **HX})
     assert response.status_code == 413
     assert inline_error(response.text, "config")
@@ -118,8 +120,8 @@ def test_the_api_reads_a_256_kb_config_for_its_content(shop: Shop) -> None:
                                                                             "approximate")
 
 
-def test_an_api_body_over_300_kb_is_refused_before_it_is_read(shop: Shop) -> None:
-    body = _job(padded_config(300 * 1024))
+def test_an_api_body_over_its_limit_is_refused_before_it_is_read(shop: Shop) -> None:
+    body = _job(padded_config(MAX_BODY_BYTES))
     assert_problem(post(shop, "/api/v1/estimates", body), 413)
 
 

@@ -178,7 +178,8 @@ def test_bad_configs_are_inline_errors(client: TestClient, htmx: bool) -> None:
         "not an object": ("[1, 2]", 422, "A config.json is a JSON object"),
         "unknown architecture": ('{"model_type": "nonsense"}', 422, ""),
         "oversize": ('{"x": "' + "a" * 300_000 + '"}', 422, "at most 256 KB"),
-        "5 MB": ('{"x": "' + "a" * 5_000_000 + '"}', 413, "at most 256 KB"),
+        "5 MB": ('{"x": "' + "a" * 5_000_000 + '"}', 422, "at most 4 MB"),
+        "13 MB": ('{"x": "' + "a" * 13_000_000 + '"}', 413, "at most 4 MB"),
     }
     for name, (config, status, message) in cases.items():
         response = client.post("/", data={"model": "custom", "config": config},

@@ -19,6 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import TEMPLATES_DIR
+from app.html.forms import MAX_FORM_BYTES
 from tests.web.conftest import HX
 
 BASE = TEMPLATES_DIR / "base.html"
@@ -61,8 +62,8 @@ SERVE = {"model": "llama-3.1-8b", "context": "8192", "users": "1", "gpus": "1"}
 @pytest.mark.parametrize(("method", "url", "data", "status", "shown"), [
     ("post", "/", {**FORM, "model": "no-such-model"}, 404, "No such model in our catalog."),
     ("post", "/", {**FORM, "batch": "0"}, 422, "Enter a number from 1 to"),
-    ("post", "/", {**FORM, "model": "custom", "config": "x" * (1024 * 1024 + 10)}, 413,
-     "A config.json may be at most 256 KB."),
+    ("post", "/", {**FORM, "model": "custom", "config": "x" * (MAX_FORM_BYTES + 10)}, 413,
+     "A config.json may be at most 4 MB"),
     ("get", "/?model=llama-3.1-8b&gpu=no-such-card", None, 404, "No such card in our catalog."),
     ("post", "/serve", {**SERVE, "users": "0"}, 422, "Enter a number from 1 to 65,536."),
     ("post", "/serve", {**SERVE, "model": "no-such-model"}, 404,

@@ -9,8 +9,12 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.v1.problems import problem
+from app.catalog import inline_config
 
-MAX_BODY_BYTES = 300 * 1024
+MAX_BODY_BYTES = inline_config.MAX_POSTED_BYTES + 64 * 1024
+"""Largest body: a config.json of :data:`~app.catalog.inline_config.MAX_POSTED_BYTES` in
+``model_config`` (JSON carries it as it is), with room for the job's fields; larger is 413
+before anything is parsed."""
 
 
 class BodyTooLarge(HTTPException):

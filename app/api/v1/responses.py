@@ -19,7 +19,8 @@ AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _problem("No such slug or id.")}
 INVALID: dict[int | str, dict[str, Any]] = {
-    413: _problem("The body is over 300 KB, or model_config over 256 KB."),
+    413: _problem("The body is over 4,160 KB, or model_config over 256 KB once its "
+                  "quantization_config is summarised."),
     422: _problem("Invalid input: one entry per invalid field in `errors`."),
 }
 BAD_PARAMETER: dict[int | str, dict[str, Any]] = {

@@ -265,7 +265,9 @@ class EstimateInput(_In):
         examples=["llama-3.1-8b", "Qwen/Qwen3-8B"])
     inline_config: dict[str, Any] | None = Field(
         default=None, alias="model_config",
-        description="A Hugging Face config.json object (at most 256 KB), instead of `model`.",
+        description="A Hugging Face config.json object, instead of `model`: at most 4 MB, "
+        "and 256 KB once its quantization_config is summarised (a quantised export's list "
+        "of layers counted, not kept).",
     )
     method: Method = Field(description="full, lora or qlora.")
     optimizer: Optimizer = "adamw"
@@ -387,7 +389,9 @@ def config_within_bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
     (``layers[1]: integers must be within ...``, without Pydantic's "Value error,"
     prefix), and whose type names the bound (``config_too_large``). NaN and Infinity, which the
     body's JSON parser reads as transformers does, are kept as their text
-    (:func:`~app.catalog.inline_config.replace_non_finite`), as every surface keeps them."""
+    (:func:`~app.catalog.inline_config.replace_non_finite`), as every surface keeps them; a
+    large quantisation section is summarised as every surface summarises it
+    (:func:`~app.catalog.inline_config.summarised`)."""
     if value is not None:
         value = inline_config.replace_non_finite(value)
         try:
@@ -396,6 +400,7 @@ def config_within_bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
             raise PydanticCustomError(
                 f"config_{error.problem}", "{reason}", {"reason": str(error)}
             ) from error
+        value = inline_config.summarised(value)  # a quantised export's list of layers
     return value
 
 
@@ -598,7 +603,9 @@ class ServingInput(_In):
         examples=["llama-3.1-8b", "Qwen/Qwen3-8B"])
     inline_config: dict[str, Any] | None = Field(
         default=None, alias="model_config",
-        description="A Hugging Face config.json object (at most 256 KB), instead of `model`.",
+        description="A Hugging Face config.json object, instead of `model`: at most 4 MB, "
+        "and 256 KB once its quantization_config is summarised (a quantised export's list "
+        "of layers counted, not kept).",
     )
     weights: WeightChoice = Field(
         default="published", description="The checkpoint's format: published (the default: "

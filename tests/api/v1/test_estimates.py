@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.api.v1.limits import MAX_BODY_BYTES
 from app.catalog.seed import load_seed_catalog
 from app.engine import ENGINE_VERSION
 from app.estimates.recommendations import rank_key
@@ -170,12 +171,12 @@ def test_an_unknown_card_is_404(client: TestClient, auth: dict[str, str]) -> Non
 
 
 def test_oversize_bodies_are_413_before_parsing(client: TestClient, auth: dict[str, str]) -> None:
-    big = b'{"model": "' + b"x" * 400_000 + b'"}'
+    big = b'{"model": "' + b"x" * MAX_BODY_BYTES + b'"}'
     assert_problem(client.post("/api/v1/estimates", content=big,
                                headers={**auth, "Content-Type": "application/json"}), 413)
 
     def chunks() -> Any:
-        for _ in range(40):
+        for _ in range(MAX_BODY_BYTES // 10_000 + 1):
             yield b" " * 10_000
 
     assert_problem(client.post("/api/v1/estimates", content=chunks(),
@@ -185,7 +186,7 @@ def test_oversize_bodies_are_413_before_parsing(client: TestClient, auth: dict[s
 def test_a_config_over_256_kb_is_413(client: TestClient, auth: dict[str, str]) -> None:
     config = {"model_type": "llama", "padding": "x" * (270 * 1024)}
     body = json.dumps({"model_config": config, "method": "lora"})
-    assert len(body) < 300 * 1024
+    assert len(body) < MAX_BODY_BYTES
     problem = assert_problem(client.post("/api/v1/estimates", content=body,
                                          headers={**auth, "Content-Type": "application/json"}),
                              413)

@@ -132,7 +132,7 @@ def test_a_repository_id_with_a_revision_is_served_from_its_config(
 
     full = client.get("/serve", params={"model": model, **FORM}).text
     assert f'<option value="{model}" selected>{model} (Hugging Face)</option>' in full
-    assert f"/quote?item=gpu%3A" in full and "model=Acme%2FNew-Model-9B%40v2" in full
+    assert "/quote?item=gpu%3A" in full and "model=Acme%2FNew-Model-9B%40v2" in full
 
 
 def test_a_repository_in_the_catalog_is_the_catalog_model(
