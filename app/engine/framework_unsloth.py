@@ -61,7 +61,8 @@ The precision preset (fp32 adapters under bf16 autocast; a full fine-tune in pur
    GPU buffer (two when memory allows: ``GPU_BUFFERS_B``, double buffering) into pinned CPU
    buffers, and never offloads the last layer's input (``LAST_GC_INDEX``: "next run skips
    offloading it"): :data:`CHECKPOINTS_ON_GPU` layer inputs stay, where torchtune's
-   offloading keeps up to five (activations.OFFLOAD_STASH_TENSORS).
+   offloading keeps up to five (activations.OFFLOAD_STASH_TENSORS). Below 512 tokens it
+   checkpoints without offloading (:data:`OFFLOAD_MIN_SEQ_LEN`).
 
 6. **Expandable segments.** Importing Unsloth sets ``PYTORCH_CUDA_ALLOC_CONF`` to
    ``expandable_segments:True`` where the platform supports it (``unsloth_zoo/__init__.py``;
@@ -90,6 +91,12 @@ CHECKPOINTS_ON_GPU: Final = 3
 """Layer inputs Unsloth's checkpointing keeps on the GPU: its one or two GPU copy buffers and
 the last layer's input, which it never offloads (module docstring, point 5)."""
 
+OFFLOAD_MIN_SEQ_LEN: Final = 512
+"""Below this ``max_seq_length`` Unsloth checkpoints without offloading: "For seq < 512,
+gc="unsloth" offloading overhead isn't worth it; standard gc is faster"
+(``unsloth/models/_utils.py``, ``apply_unsloth_gradient_checkpointing``); the job's sequence
+stands for the model's ``max_seq_length``."""
+
 BF16_BYTES: Final = 2
 RSTD_BYTES: Final = 4
 """Fast_RMS_Layernorm's fp32 ``r`` (1 / rms) per row, saved for the backward."""
@@ -114,6 +121,9 @@ class TrainingJob(Protocol):
     @property
     def activation_offload(self) -> bool: ...
 
+    @property
+    def seq_len(self) -> int: ...
+
 
 J = TypeVar("J", bound=TrainingJob)
 
@@ -124,9 +134,10 @@ def as_run(job: J) -> J:
     unchanged."""
     if job.framework != UNSLOTH:
         return job
+    offloads = job.gradient_checkpointing and job.seq_len >= OFFLOAD_MIN_SEQ_LEN
     return dataclasses.replace(
         job, loss_head="chunked", expandable_segments=True,
-        activation_offload=job.activation_offload or job.gradient_checkpointing)
+        activation_offload=job.activation_offload or offloads)
 
 
 def fast_lora_applies(shape: ModelShape, lora: LoraSetup | None) -> bool:

@@ -121,3 +121,12 @@ def test_dropout_falls_back_to_peft_layers() -> None:
     slow = estimate(shape, dataclasses.replace(_job(21_848, "unsloth"), lora_dropout=0.05), (),
                     with_levers=False)
     assert slow.allocated_bytes > fast.allocated_bytes
+
+
+def test_short_sequences_checkpoint_without_offloading() -> None:
+    """Unsloth offloads its checkpoints only from 512 tokens on (apply_unsloth_gradient_
+    checkpointing: "For seq < 512 ... standard gc is faster"): below, every layer's input stays."""
+    shape = _shape("llama-3.1-8b")
+    short = estimate(shape, _job(511, "unsloth"), (), with_levers=False)
+    longer = estimate(shape, _job(512, "unsloth"), (), with_levers=False)
+    assert short.allocated_bytes > longer.allocated_bytes
