@@ -3,7 +3,7 @@
 Every text input the service takes (the storefront's and the quote form's fields, the /q/
 pages, the staff forms, the partner API's bodies, the CLI's options) is held to
 :func:`control_character` before anything else looks at it, so a NUL never reaches a database
-(PostgreSQL refuses it in text with a ``DataError``: a 500 before this check) and no log line,
+(PostgreSQL refuses it in text with a ``DataError``: a 500 without this check) and no log line,
 page or CSV export carries a terminal escape or a backspace.
 
 Refused: the C0 controls U+0000-U+001F (a multi-line field, such as a message or staff notes,

@@ -7,8 +7,8 @@ the return value of :func:`issue_key`, to be shown once.
 
 Partners are rows with their own id, and a key is always issued for a partner named
 explicitly (:func:`issue_key` takes its id): an existing one picked from the list, or a new
-one made by :func:`create_partner`. Earlier a key attached to whichever partner had the same
-ASCII slug, so a key for "Müller AG" silently joined "Muller AG" and listed its quote requests.
+one made by :func:`create_partner`. Matching partners by ASCII slug instead would attach a
+key for "Müller AG" to "Muller AG" and list that partner's quote requests.
 A new partner whose name reads like an existing one's (see
 :func:`partner_name_key`) is refused with :class:`PartnerNameTaken`, naming that partner.
 

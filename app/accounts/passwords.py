@@ -4,9 +4,9 @@ Only this module knows the algorithm; a hash made with older parameters is re-ha
 next successful sign-in (:func:`check_sign_in`).
 
 Why hashing is rationed (:data:`HASHING_SLOTS`): one argon2id takes 64 MiB and up to four
-cores for a noticeable time, and a sign-in needs none of that from the visitor, so 40
-concurrent made-up sign-ins took a 2-core server from 110 MB to 1.1 GB and 17 s, starving the
-storefront. The sign-in waits for no slot: when all are busy it is refused at once
+cores for a noticeable time, and a sign-in needs none of that from the visitor, so,
+unrationed, 40 concurrent made-up sign-ins take a 2-core server from 110 MB to 1.1 GB and 17 s,
+starving the storefront. The sign-in waits for no slot: when all are busy it is refused at once
 (:class:`HashingBusy`, a 503 with Retry-After), so waiting sign-ins never hold the threads the
 storefront needs either. Hashes made by signed-in staff and the CLI (:func:`hash_password`)
 wait their turn instead.

@@ -16,8 +16,8 @@ right password makes an address known, so an attacker cannot make their own addr
 
 Why an attempt is counted BEFORE its password is hashed (:meth:`SignInThrottling.admit`, one
 atomic check-and-count): hashing takes a noticeable time (argon2id, 64 MiB), and a check made
-before it and a failure recorded after it let every request that arrived in between through;
-30 concurrent wrong passwords all reached the hasher against a limit of 5. Now the
+before it and a failure recorded after it let every request that arrived in between through
+(30 concurrent wrong passwords all reached the hasher against a limit of 5). So the
 check and the count are one step under a lock (in-process) or one Lua script (Redis), so at
 most the limit reaches the hasher however many arrive at once. An attempt that turns out right
 gives its count back (:meth:`SignInThrottling.succeeded` clears the pair and returns the

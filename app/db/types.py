@@ -1,9 +1,9 @@
 """Column types the tables share.
 
 :class:`UtcDateTime` is every timestamp column: what is written is converted to UTC, what is
-read is a timezone-aware UTC ``datetime`` on every database. Before it, SQLite handed back naive
+read is a timezone-aware UTC ``datetime`` on every database. Without it, SQLite hands back naive
 values (it has no zone; SQLAlchemy drops the offset on write) and PostgreSQL aware ones in the
-connection's zone, so five readers re-attached UTC by hand.
+connection's zone.
 """
 
 from __future__ import annotations

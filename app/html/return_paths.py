@@ -9,7 +9,7 @@ Browsers drop tab, CR and LF anywhere in a URL, strip leading controls and space
 another host. Rather than mimic that normalisation, any control, format,
 separator or space character refuses the whole target; the rest is rebuilt from its parsed
 path and query and percent-encoded, so the header is plain ASCII (Starlette encodes headers
-as Latin-1: ``U+2028`` was a 500).
+as Latin-1: ``U+2028`` would be a 500).
 """
 
 from __future__ import annotations

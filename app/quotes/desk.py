@@ -184,7 +184,7 @@ def accept(session: Session, *, token: str, today: date | None = None) -> str:
 
     The token is checked first, as :func:`repository.row_by_token` checks it: a control
     character is a 422 on ``token`` and anything else that cannot be a token a 404, before
-    the UPDATE (PostgreSQL refused a NUL in it with a 500).
+    the UPDATE (PostgreSQL refuses a NUL in text: a 500).
     """
     text_input.check(token, "token")
     if not repository.is_lookup_key(token):

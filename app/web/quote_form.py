@@ -32,7 +32,7 @@ VAT_ID_SHAPES: Final = {
 }
 """The part after the country prefix of each VAT ID we take, as the EU's VIES service describes
 its formats (Greece's prefix is EL; Swiss UIDs CHE..., Norway's org. numbers with MVA); Iceland
-and Liechtenstein keep the general shape ("DE123" was accepted)."""
+and Liechtenstein keep the general shape (a German "DE123" is refused)."""
 MARKUP = re.compile(r"[<>]")
 ITEM = re.compile(r"^(gpu|system):([a-z0-9][a-z0-9.-]{0,63})$")
 

@@ -127,7 +127,7 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
 """Upper bound of every integer architecture field the engine reads.
 
 Why: a config.json is a stranger's document, and nothing the engine does may cost more because
-a value in it is large (a qwen3_moe config with 10^8 layers once held a worker for 41 s). The
+a value in it is large (unbounded, a qwen3_moe config with 10^8 layers held a worker for 41 s). The
 bounds sit 4-16x above the largest released model, so no real config is refused, and they keep
 every product of them (parameter counts, bytes) a modest integer. A value above its bound is
 refused with the field named; ``tests/engine/test_config_bounds.py`` holds every builder to
