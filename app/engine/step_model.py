@@ -1,8 +1,10 @@
 """The step model: the phases of one training step on one GPU as named terms.
 
-:func:`step_model` adds up one function per term family: the weights (with autocast's copies
-and PEFT's merged expert weights), the gradients, the optimizer states, the activations (the
-profile of :mod:`activations`), the loss head and the overhead (the CUDA context and the
+:func:`step_model` adds up one function per term family: the weights (:func:`weight_terms`,
+with autocast's copies; :func:`merged_expert_terms`; :func:`dequantised_terms`), the gradients
+(:func:`gradient_terms`), the optimizer states (:func:`optimizer_terms`), the activations
+(:func:`activation_terms`, the profile of :mod:`activations`), the loss head
+(:func:`loss_head_rate`) and the overhead (:func:`overhead_terms`: the CUDA context and the
 caching allocator's reserve, :mod:`overhead`). Two layers adjust the terms apart from the
 arithmetic of one card: the sharding layer (what ZeRO-3/FSDP hold beyond the shards,
 :mod:`sharding`) and the framework layer (what LitGPT holds beyond the shared model,
@@ -168,7 +170,7 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
         moments=moments(ctx, terms),
         model_states_bytes=resident,
         fixed_overhead_bytes=fixed_overhead_bytes(ctx.job.gpus),
-        reserve=reserve(ctx, terms, resident),
+        reserve=overhead_terms(ctx, terms, resident),
     )
 
 
@@ -355,12 +357,12 @@ def moments(ctx: StepContext, terms: StepTerms) -> tuple[PhaseTerms, ...]:
         *_attention_moment(job, profile, static, fwd_fixed),
         PhaseTerms(
             "end of forward (loss head)", "forward", static, fwd_fixed,
-            profile.saved_per_token + _loss_rate(profile, "forward", job),
+            profile.saved_per_token + loss_head_rate(profile, "forward", job),
             profile.saved_per_token_per_seq + profile.forward_only_per_token_per_seq,
         ),
         PhaseTerms(
             "start of backward", "backward", static, bwd_fixed,
-            profile.saved_per_token + _loss_rate(profile, "backward", job),
+            profile.saved_per_token + loss_head_rate(profile, "backward", job),
             profile.saved_per_token_per_seq,
         ),
         PhaseTerms(
@@ -406,22 +408,23 @@ def resident_bytes(ctx: StepContext, terms: StepTerms) -> int:
     return states.total_bytes - transient_copies + terms.whole_stats
 
 
-def reserve(ctx: StepContext, terms: StepTerms, resident: int) -> ReserveTerms:
-    """The caching allocator's reserve for the step (overhead.py)."""
+def overhead_terms(ctx: StepContext, terms: StepTerms, resident: int) -> ReserveTerms:
+    """The overhead beyond the CUDA context (``fixed_overhead_bytes``): the caching allocator's
+    reserve for the step (overhead.py)."""
     job, profile = ctx.job, terms.profile
     return reserve_terms(
-        logits_per_token=_stranded_logits_rate(profile, job),
+        logits_per_token=stranded_logits_rate(profile, job),
         # A chunked loss asks for blocks smaller than a layer's, which the layers' cached
         # segments serve: none stay stranded beside it (overhead.py).
         layer_per_token=0 if profile.chunked_loss else profile.layer_per_token,
         layer_per_token_seq=0 if profile.chunked_loss else profile.layer_per_token_per_seq,
-        states_bytes=resident, loss_head_per_token=_loss_rate(profile, "backward", job),
+        states_bytes=resident, loss_head_per_token=loss_head_rate(profile, "backward", job),
         expandable_segments=job.expandable_segments, fsdp=fsdp_sharded(job))
 
 
-def _stranded_logits_rate(profile: ActivationProfile, job: Job) -> int:
+def stranded_logits_rate(profile: ActivationProfile, job: Job) -> int:
     """The bf16 logits' bytes per token that the loss backward cannot reuse (overhead.py); a
-    chunked loss strands one chunk's, spread over the tokens like :func:`_loss_rate`."""
+    chunked loss strands one chunk's, spread over the tokens like :func:`loss_head_rate`."""
     per_token = STRANDED_LOGITS_BYTES_PER_VOCAB * profile.vocab_size
     if not profile.chunked_loss:
         return per_token
@@ -471,7 +474,8 @@ class StepModels:
         return self.get(variant)
 
 
-def _loss_rate(profile: ActivationProfile, moment: Literal["forward", "backward"], job: Job) -> int:
+def loss_head_rate(profile: ActivationProfile, moment: Literal["forward", "backward"],
+                   job: Job) -> int:
     """Loss-head bytes per token; a chunked loss holds one chunk, spread here over the tokens."""
     per_token = (
         profile.loss_forward_per_token if moment == "forward" else profile.loss_backward_per_token
