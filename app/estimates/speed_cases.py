@@ -42,8 +42,9 @@ class SpeedCase:
     held: bool
     not_held: str = ""
     """Why a case is listed but not held to the bound: ``deterministic_kernels`` (a trainer in
-    PyTorch's deterministic mode) or ``fused_kernels`` (a framework that fuses what the engine
-    counts as Hugging Face's and PEFT's separate kernels); ``""`` for a held case."""
+    PyTorch's deterministic mode), ``fused_kernels`` (a framework that fuses what the engine
+    counts as Hugging Face's and PEFT's separate kernels) or ``unexplained`` (a miss whose
+    cause is not established); ``""`` for a held case."""
     engine_predicts: str = ""
     """The side the engine errs on for a case not held: ``faster`` or ``slower``."""
 
@@ -74,7 +75,10 @@ def published_cases(path: Path = PUBLISHED_MEASUREMENTS) -> tuple[SpeedCase, ...
             compute_capability=card["compute_capability"], interconnect=card["interconnect"],
             bf16_tflops=card["bf16_tflops"], memory_bandwidth_gbps=card["memory_bandwidth_gbps"],
             interconnect_bandwidth_gbps=card["interconnect_bandwidth_gbps"])
-        job = Job(gpus=item["gpus"], **item["job"])
+        # a list in the file (LoRA's module names) is the job's tuple
+        fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                                  for key, value in item["job"].items()}
+        job = Job(gpus=item["gpus"], **fields)
         result = estimate(shape, job, [spec], with_levers=False,
                           layers=config_attention_layers(config, shape))
         training = result.fits[0].training

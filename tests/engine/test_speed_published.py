@@ -7,8 +7,8 @@ checkpointing, GPUs); the engine's tokens per second is compared with the measur
 the error of every case is part of the test report (and of /how-we-calculate). The cases the
 file holds (``held``) must each be within 20 % and their median within 10 %; the cases it
 lists but does not hold say why (a trainer in PyTorch's deterministic mode runs slower than the
-engine's figure; a framework that fuses the adapters and norms into fewer kernels runs faster)
-and must err on that side.
+engine's figure; a framework that fuses the adapters and norms into fewer kernels runs faster;
+a miss whose cause is not established says so) and must err on that side.
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ def test_median_error_of_the_held_cases_within_10_percent() -> None:
     assert statistics.median(abs(case.error) for case in HELD) <= 0.10
 
 
-REASONS = {"deterministic_kernels": "faster", "fused_kernels": "slower"}
-"""Why a case is not held, and the side the engine must then err on."""
+REASONS = {"deterministic_kernels": "faster", "fused_kernels": "slower", "unexplained": "slower"}
+"""Why a case is not held, and the side the engine must then err on (``unexplained``: a miss
+whose cause is not established, listed with its error rather than left out; so far only
+slower)."""
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.held],
