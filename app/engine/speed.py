@@ -31,8 +31,9 @@ from app.engine.shapes import LinearSpec, ModelShape
 # --- The achieved fraction of peak for the matmul-bound part ------------------------------
 
 CALIBRATION = (
-    "the 15 H200 steps of tests/fixtures/h200_steps and the 20 held published cases of "
-    "app/estimates/measurements/published_speed.json (A100 80GB, A100 40GB, H100 SXM)")
+    "the 15 H200 steps of tests/fixtures/h200_steps and the 20 published cases of QwenLM/Qwen "
+    "and MosaicML llm-foundry in app/estimates/measurements/published_speed.json (A100 80GB, "
+    "A100 40GB, H100 SXM)")
 """What the fitted constants below were chosen on, jointly, each within the range its physical
 reading allows (a grid over the five, the worst case and the medians kept small)."""
 

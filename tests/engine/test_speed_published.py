@@ -24,10 +24,11 @@ HELD = [case for case in CASES if case.held]
 
 
 def test_at_least_ten_cases_from_three_sources_on_three_cards() -> None:
-    assert len(CASES) >= 10
-    assert len({case.source for case in CASES}) >= 3
-    assert len({case.card for case in CASES}) >= 3
+    """Issue 26: at least 10 published measurements from at least 3 sources on at least 3
+    card types, held to the bound."""
     assert len(HELD) >= 10
+    assert len({case.source for case in HELD}) >= 3
+    assert len({case.card for case in HELD}) >= 3
     for case in CASES:
         assert case.source_url.startswith("https://github.com/")
 
@@ -43,10 +44,11 @@ def test_median_error_of_the_held_cases_within_10_percent() -> None:
     assert statistics.median(abs(case.error) for case in HELD) <= 0.10
 
 
-REASONS = {"deterministic_kernels": "faster", "fused_kernels": "slower", "unexplained": "slower"}
-"""Why a case is not held, and the side the engine must then err on (``unexplained``: a miss
-whose cause is not established, listed with its error rather than left out; so far only
-slower)."""
+REASONS = {"deterministic_kernels": {"faster"}, "fused_kernels": {"slower"},
+           "unexplained": {"faster", "slower"}}
+"""Why a case is not held, and the side the engine may then err on (``unexplained``: a miss
+whose cause is not established, listed with its error rather than left out, on the side the
+file states)."""
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.held],
@@ -54,5 +56,5 @@ slower)."""
 def test_each_case_not_held_errs_on_the_side_its_reason_says(case: SpeedCase) -> None:
     print(f"{case.id} (not held, {case.not_held}): measured {case.measured_tokens_per_s:,.0f} "
           f"tokens/s, predicted {case.predicted_tokens_per_s:,.0f}, error {case.error:+.1%}")
-    assert REASONS[case.not_held] == case.engine_predicts
+    assert case.engine_predicts in REASONS[case.not_held]
     assert (case.error > 0) == (case.engine_predicts == "faster")
