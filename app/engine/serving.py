@@ -347,7 +347,11 @@ SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
     "replicated on every GPU",
     "sliding": "%(layers)s sliding-window layers keep at most %(window)s tokens plus the "
     "batched-token budget per request",
-    "linear": "%(layers)s linear-attention/Mamba layers keep a fixed state per request",
+    "linear": "%(layers)s linear-attention, Mamba or short-convolution layers keep a fixed state "
+    "per request",
+    "compressed": "%(layers)s compressed-attention layers also keep one entry per %(rates)s "
+    "tokens of a request (DeepSeek-V4's CSA and HCA), and a buffer of the tokens still to "
+    "compress",
     "tp": "tensor parallel over %(gpus)s GPUs: linear layers and the vocabulary split, norms "
     "and routers replicated",
     "decode": "decode speed: weights the batch touches plus every request's KV cache read once "
@@ -765,6 +769,10 @@ def assumption_items(shape: ModelShape, layout: KvLayout, job: ServingJob
         items.append(("sliding", {"layers": layout.sliding_layers, "window": layout.window}))
     if layout.linear_layers:
         items.append(("linear", {"layers": layout.linear_layers}))
+    if any(kind.layers for kind in layout.compressed):
+        items.append(("compressed", {
+            "layers": sum(kind.layers for kind in layout.compressed),
+            "rates": "/".join(str(kind.rate) for kind in layout.compressed if kind.layers)}))
     if job.gpus > 1:
         items.append(("tp", {"gpus": job.gpus}))
     if shape.is_moe:

@@ -24,6 +24,22 @@ The arithmetic follows vLLM's KV cache specs (``vllm/v1/kv_cache_interface.py`` 
   layers allocate nothing; :func:`app.engine.architectures.gemma4.cache_layers`). The per-kind page
   sizes are taken as they are; vLLM's hybrid manager pads groups to one page size, which this
   leaves out.
+* MiMo-V2-Flash (``mimo_v2_flash``, transformers 5.25's ``MiMoV2FlashAttention``): keys of
+  ``head_dim`` (192) and values of ``v_head_dim`` (128); the sliding layers have twice the
+  full layers' key/value heads (8 against 4) and a window of ``sliding_window`` (128); which
+  layers slide is ``layer_types``, else the checkpoint's ``hybrid_layer_pattern`` (1 slides),
+  else ``MiMoV2FlashConfig``'s rule (the first and every sixth layer attend in full).
+* DeepSeek-V4 (``deepseek_v4``, transformers 5.25's ``DeepseekV4HCACache`` and
+  ``DeepseekV4CSACache``): every layer keeps a sliding window of one shared key/value head of
+  ``head_dim`` (values are the keys' tensor); a CSA layer also keeps one compressed entry of
+  ``head_dim`` and one indexer entry of ``index_head_dim`` per ``compress_rate`` (4) tokens, an
+  HCA layer one entry of ``head_dim`` per 128 tokens, and each a fixed buffer of the tokens
+  still to compress (:class:`CompressedCache`). One head: every rank keeps all of it.
+* LFM2 (``lfm2``): its short-convolution layers keep no keys or values but a convolution
+  state of ``(conv_L_cache - 1) x conv_dim`` values a request (vLLM's
+  ``MambaStateShapeCalculator.short_conv_state_shape``, split over the ranks as Mamba's
+  convolution state is; transformers' ``Lfm2HybridConvCache`` allocates ``conv_L_cache``
+  columns of ``hidden_size`` for every layer instead).
 
 Every integer read here has an upper bound (:data:`KV_FIELD_BOUNDS`), as the shapes' do, and
 nothing loops over a value from the config: layer kinds are counted in closed form or over a
@@ -36,11 +52,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from app.engine.architectures.deepseek import v4_cache
 from app.engine.architectures.gemma4 import GEMMA4_MODEL_TYPES, cache_layers
 from app.engine.architectures.kit import (
     FIELD_BOUNDS,
     MAX_CONV_KERNEL,
     MAX_HEADS,
+    MAX_HIDDEN_SIZE,
     MAX_LAYERS,
     MAX_POSITIONS,
     MAX_STATE_SIZE,
@@ -60,6 +78,7 @@ KV_FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "sliding_window_pattern": MAX_LAYERS,
     "mamba_d_state": MAX_STATE_SIZE, "mamba_n_groups": MAX_HEADS,
     "mamba_d_conv": MAX_CONV_KERNEL,
+    "conv_dim": MAX_HIDDEN_SIZE,
 }
 """Upper bound of every integer this reader takes from a config: the shapes' own table, so a
 field has one bound wherever it is read, plus the attention-layout and Mamba fields only the
@@ -83,7 +102,7 @@ SLIDING = "sliding_attention"
 LINEAR = "linear_attention"
 MAMBA = "mamba"
 CONV = "conv"
-"""LFM2's short-convolution layers: no KV cache (their small fixed state is not counted)."""
+"""LFM2's short-convolution layers: no KV cache, a fixed convolution state per request."""
 LAYER_KINDS: Final = (FULL, SLIDING, LINEAR, MAMBA, CONV)
 _ALIASES: Final[Mapping[str, str]] = {
     "full_attention": FULL, "attention": FULL, "global": FULL,
@@ -92,6 +111,27 @@ _ALIASES: Final[Mapping[str, str]] = {
     "linear_attention": LINEAR,
     "mamba": MAMBA, "mamba2": MAMBA, "conv": CONV,
 }
+
+
+MIMO_FULL_EVERY: Final = 6
+"""``MiMoV2FlashConfig``'s default ``layer_types``: layer 0 and every sixth layer (5, 11, ...)
+attend in full, the others slide."""
+MIMO_SWA_HEADS_FACTOR: Final = 2
+"""``MiMoV2FlashAttention``: a sliding layer has twice ``num_key_value_heads``."""
+V4_WINDOW: Final = 128
+"""``DeepseekV4Config.sliding_window`` default."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompressedCache:
+    """Layers that keep one entry of ``entry_elements`` values per ``rate`` tokens of a request
+    (DeepSeek-V4's compressed attention), and a fixed ``state_elements`` each (the tokens of an
+    unfinished window, waiting to be compressed, and the previous window's overlap)."""
+
+    layers: int
+    rate: int
+    entry_elements: int
+    state_elements: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +154,12 @@ class KvLayout:
     full_head_dim: int = 0
     """The full-attention layers' key/value heads and head width where they differ from the
     sliding layers' (Gemma 4); 0: the same as ``kv_heads`` and ``head_dim``."""
+    value_head_dim: int = 0
+    """The values' width where it differs from the keys' ``head_dim`` (MiMo-V2-Flash: 128
+    against 192); 0: the same."""
+    shared_kv: bool = False
+    """Keys and values are one tensor (DeepSeek-V4's shared key/value head): kept once."""
+    compressed: tuple[CompressedCache, ...] = ()
 
     @property
     def is_mla(self) -> bool:
@@ -128,7 +174,10 @@ class KvLayout:
         GPU."""
         if self.is_mla:
             return self.mla_latent * dtype_bytes
-        return 2 * self.kv_heads_per_gpu(tp) * self.head_dim * dtype_bytes
+        if self.shared_kv:
+            return self.kv_heads_per_gpu(tp) * self.head_dim * dtype_bytes
+        return (self.kv_heads_per_gpu(tp) * (self.head_dim + (self.value_head_dim or self.head_dim))
+                * dtype_bytes)
 
     def full_token_layer_bytes(self, tp: int, dtype_bytes: int) -> int:
         """One token's keys and values in one full-attention layer on one GPU (its own heads
@@ -137,13 +186,28 @@ class KvLayout:
         if not self.full_kv_heads:
             return self.token_layer_bytes(tp, dtype_bytes)
         heads = max(1, self.full_kv_heads // tp)
-        return 2 * heads * (self.full_head_dim or self.head_dim) * dtype_bytes
+        key = self.full_head_dim or self.head_dim
+        return heads * (key + (self.value_head_dim or key)) * dtype_bytes
+
+    def compressed_token_bytes(self, dtype_bytes: int) -> int:
+        """What one more token costs in the compressed layers on one GPU, on average (one entry
+        per ``rate`` tokens, rounded up; one head, so the same on every rank)."""
+        return sum(-(-kind.layers * kind.entry_elements * dtype_bytes // kind.rate)
+                   for kind in self.compressed)
+
+    def compressed_request_bytes(self, context: int, dtype_bytes: int) -> int:
+        """A request's compressed entries (one per complete window) and the fixed buffers of
+        the compressed layers, on one GPU."""
+        return sum(kind.layers * ((context // kind.rate) * kind.entry_elements * dtype_bytes
+                                  + kind.state_elements * STATE_DTYPE_BYTES)
+                   for kind in self.compressed)
 
     def bytes_per_token(self, tp: int, dtype_bytes: int) -> int:
         """What one more token of a request costs on one GPU while it is within every window:
         keys and values in every attention layer (full and sliding)."""
         return (self.full_layers * self.full_token_layer_bytes(tp, dtype_bytes)
-                + self.sliding_layers * self.token_layer_bytes(tp, dtype_bytes))
+                + self.sliding_layers * self.token_layer_bytes(tp, dtype_bytes)
+                + self.compressed_token_bytes(dtype_bytes))
 
     def state_bytes(self, tp: int, padded: bool = False) -> int:
         """One request's fixed state across the linear-attention/Mamba layers on one GPU, in the
@@ -177,7 +241,8 @@ class KvLayout:
         are counted (:meth:`grouped_layers`); :meth:`bytes_per_token` without a hybrid's padding."""
         full, sliding, _ = self.grouped_layers()
         return (full * self.full_token_layer_bytes(tp, dtype_bytes)
-                + sliding * self.token_layer_bytes(tp, dtype_bytes))
+                + sliding * self.token_layer_bytes(tp, dtype_bytes)
+                + self.compressed_token_bytes(dtype_bytes))
 
     def request_bytes(self, context: int, tp: int, dtype_bytes: int, batched_tokens: int,
                       padded: bool = True) -> int:
@@ -191,7 +256,8 @@ class KvLayout:
         kept = min(self.window - 1 + batched_tokens, context) if self.sliding_layers else 0
         sliding_tokens = _round_up(kept, BLOCK_TOKENS) + BLOCK_TOKENS if kept else 0
         return (full * full_tokens * self.full_token_layer_bytes(tp, dtype_bytes)
-                + sliding * sliding_tokens * per_layer + self.state_bytes(tp, padded))
+                + sliding * sliding_tokens * per_layer + self.state_bytes(tp, padded)
+                + self.compressed_request_bytes(context, dtype_bytes))
 
     def longest_context(self, capacity_bytes: int, concurrency: int, tp: int, dtype_bytes: int,
                         batched_tokens: int, limit: int, padded: bool = True) -> int:
@@ -205,11 +271,12 @@ class KvLayout:
             return limit
         full, sliding, _ = self.grouped_layers(padded)
         per_layer = self.token_layer_bytes(tp, dtype_bytes)
-        fixed = self.state_bytes(tp, padded)
+        fixed = self.state_bytes(tp, padded) + self.compressed_request_bytes(0, dtype_bytes)
         if sliding:
             cap = _round_up(self.window - 1 + batched_tokens, BLOCK_TOKENS) + BLOCK_TOKENS
             fixed += sliding * cap * per_layer
-        full_cost = full * self.full_token_layer_bytes(tp, dtype_bytes)
+        full_cost = (full * self.full_token_layer_bytes(tp, dtype_bytes)
+                     + self.compressed_token_bytes(dtype_bytes))
         if full_cost == 0:
             return limit
         tokens = (per_request - fixed) // full_cost // BLOCK_TOKENS * BLOCK_TOKENS
@@ -237,6 +304,10 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
     cfg = _Reader(config)
     if config.get("model_type") in GEMMA4_MODEL_TYPES:
         return _gemma4_layout(cfg)
+    if config.get("model_type") == "mimo_v2_flash":
+        return _mimo_layout(cfg)
+    if config.get("model_type") == "deepseek_v4":
+        return _deepseek_v4_layout(cfg)
     if shape is not None:
         layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim
     else:
@@ -254,7 +325,7 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
         window = cfg.optional("sliding_window") or cfg.optional("attention_chunk_size") or 0
         if not window:  # sliding layers without a window hold every token
             full, sliding = full + sliding, 0
-    linear = kinds.get(LINEAR, 0) + kinds.get(MAMBA, 0)
+    linear = kinds.get(LINEAR, 0) + kinds.get(MAMBA, 0) + kinds.get(CONV, 0)
     state = _state_elements(cfg, kinds) if linear else 0
     return KvLayout(
         full_layers=full, sliding_layers=sliding, window=window, linear_layers=linear,
@@ -273,6 +344,53 @@ def _gemma4_layout(cfg: _Reader) -> KvLayout:
         kv_heads=layers.kv_heads, head_dim=layers.head_dim, full_kv_heads=layers.full_kv_heads,
         full_head_dim=layers.full_head_dim,
     )
+
+
+def _mimo_layout(cfg: _Reader) -> KvLayout:
+    """MiMo-V2-Flash: full layers of ``num_key_value_heads``, sliding layers of twice as many,
+    keys of ``head_dim`` and values of ``v_head_dim`` (``MiMoV2FlashAttention``, which reads no
+    ``swa_*`` field: the release's ``swa_num_key_value_heads`` 8 is the doubled 4)."""
+    layers = cfg.integer("num_hidden_layers")
+    kv_heads = cfg.integer("num_key_value_heads")
+    if cfg.raw.get("layer_types") is not None:
+        kinds = _layer_kinds(cfg, layers)
+        full, sliding = kinds.get(FULL, 0), kinds.get(SLIDING, 0)
+    else:
+        pattern = cfg.raw.get("hybrid_layer_pattern")
+        if pattern is None:
+            pattern = [0 if i == 0 or not (i + 1) % MIMO_FULL_EVERY else 1 for i in range(layers)]
+        if not isinstance(pattern, list) or len(pattern) != layers \
+                or not set(pattern) <= {0, 1}:
+            raise KvLayoutError("hybrid_layer_pattern", "layer_types_length", layers=layers)
+        sliding = sum(pattern)
+        full = layers - sliding
+    head_dim = cfg.optional("head_dim") or cfg.integer("hidden_size") // cfg.integer(
+        "num_attention_heads")
+    return KvLayout(
+        full_layers=full, sliding_layers=sliding, window=cfg.integer("sliding_window"),
+        linear_layers=0, kv_heads=MIMO_SWA_HEADS_FACTOR * kv_heads, head_dim=head_dim,
+        full_kv_heads=kv_heads, value_head_dim=cfg.optional("v_head_dim") or head_dim)
+
+
+def _deepseek_v4_layout(cfg: _Reader) -> KvLayout:
+    """DeepSeek-V4: a sliding window in every layer over one shared key/value head, and the
+    CSA and HCA layers' compressed entries (:func:`app.engine.architectures.deepseek.v4_cache`)
+    with their fixed buffers: a CSA layer holds up to ``rate - 1`` tokens' kv and gate
+    projections (2 x head_dim each, and 2 x index_head_dim each for its indexer) and the
+    previous window's overlap (head_dim and index_head_dim, kv and gate); an HCA layer up to
+    ``rate - 1`` tokens' kv and gate (head_dim each)."""
+    layers = cfg.integer("num_hidden_layers")
+    cache = v4_cache(cfg.raw)
+    csa_width = cache.head_dim + cache.index_dim
+    return KvLayout(
+        full_layers=0, sliding_layers=layers, window=cfg.optional("sliding_window") or V4_WINDOW,
+        linear_layers=0, kv_heads=1, head_dim=cache.head_dim, shared_kv=True,
+        compressed=(
+            CompressedCache(cache.csa_layers, cache.csa_rate, csa_width,
+                            (cache.csa_rate - 1) * 4 * csa_width + 2 * csa_width),
+            CompressedCache(cache.hca_layers, cache.hca_rate, cache.head_dim,
+                            (cache.hca_rate - 1) * 2 * cache.head_dim),
+        ))
 
 
 def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
@@ -294,11 +412,10 @@ def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
         return counts
     attention_layers = cfg.raw.get("full_attn_idxs")
     if cfg.raw.get("model_type") == "lfm2" and isinstance(attention_layers, list):
-        # LFM2 (Lfm2Config): these layers attend, the others are short convolutions, whose
-        # fixed state ((conv_L_cache - 1) x hidden values a request, about 80 KB in bf16 on
-        # LFM2-1.2B) is not counted
-        return {FULL: sum(1 for i in set(attention_layers)
-                          if isinstance(i, int) and 0 <= i < layers)}
+        # LFM2 (Lfm2Config): these layers attend, the others are short convolutions, each with
+        # a fixed state per request (:func:`_state_elements`)
+        full = sum(1 for i in set(attention_layers) if isinstance(i, int) and 0 <= i < layers)
+        return {FULL: full, CONV: layers - full}
     pattern = cfg.raw.get("hybrid_override_pattern")
     if pattern is not None:
         if not isinstance(pattern, str) or len(pattern) != layers:
@@ -327,7 +444,11 @@ def _state_elements(cfg: _Reader, kinds: Mapping[str, int]) -> int:
     """One request's fixed state in one layer: gated DeltaNet's recurrent state
     (value heads x key dim x value dim) and its convolution over q, k and v; or Mamba2's SSM
     state (heads x head dim x state) and its convolution over x, B and C (vLLM
-    ``mamba_utils.MambaStateShapeCalculator``)."""
+    ``mamba_utils.MambaStateShapeCalculator``); or a short convolution's
+    ``(conv_L_cache - 1) x conv_dim`` (LFM2: ``short_conv_state_shape``)."""
+    if kinds.get(CONV):
+        width = cfg.optional("conv_dim") or cfg.integer("hidden_size")
+        return (cfg.integer("conv_L_cache") - 1) * width
     if kinds.get(LINEAR):
         key_heads = cfg.integer("linear_num_key_heads")
         value_heads = cfg.integer("linear_num_value_heads")

@@ -84,7 +84,10 @@ ASSUMPTIONS: Final = {
     "mla": N_("multi-head latent attention: one latent of %(latent)s values per token and "
               "layer"),
     "sliding": N_("%(layers)s sliding-window layers keep at most %(window)s tokens per user"),
-    "linear": N_("%(layers)s linear-attention/Mamba layers keep a fixed state per user"),
+    "linear": N_("%(layers)s linear-attention, Mamba or short-convolution layers keep a fixed "
+                 "state per user"),
+    "compressed": N_("%(layers)s compressed-attention layers also keep one entry per %(rates)s "
+                     "tokens of each user, and a buffer of the tokens still to compress"),
     "tp": N_("the model split over %(gpus)s cards (tensor parallel)"),
     "decode": N_("speed per user: each step reads the weights and every user's KV cache at "
                  "%(efficiency)s of the card's memory bandwidth (calibrated on published "

@@ -182,6 +182,8 @@ def test_fields_only_the_kv_reader_takes_are_refused_above_their_bound(field: st
         if window_field else fixture("nvidia-nemotron-nano-9b-v2"))
     if field == "sliding_window_pattern":  # read only where layer_types is absent
         config = {**fixture("gemma-3-27b-it")["text_config"], "model_type": "gemma3_text"}
+    if field == "conv_dim":  # LFM2's short convolutions
+        config = fixture("lfm2-1.2b")
     config.pop(RENAMED.get(field, ""), None)
     config[field] = KV_FIELD_BOUNDS[field] + 1
     with pytest.raises(EngineError) as error:
@@ -249,3 +251,70 @@ def test_gemma4_long_request_pays_full_width_on_global_layers_and_a_window_on_th
     layout = kv_layout(fixture("gemma-4-31b-it"))
     assert layout.request_bytes(131_072, 1, 2, 2048) == (
         10 * 131_072 * 8192 + 50 * (3072 + BLOCK_TOKENS) * 16_384)
+
+
+def test_mimo_v2_flash_full_and_sliding_layers_at_their_own_heads() -> None:
+    """transformers 5.25's MiMoV2FlashAttention: the first and every sixth layer attend in full
+    (9 of 48: the release's hybrid_layer_pattern and MiMoV2FlashConfig's default agree) with
+    num_key_value_heads (4), the 39 sliding layers with twice as many (8) over a 128-token
+    window; keys 192 wide, values 128 (v_head_dim). It was sized as 48 sliding layers of 4
+    heads 192 wide for keys and values: 147,456 bytes a token within the window, no full
+    layer."""
+    config = fixture("mimo-v2-flash")
+    default = [0 if i == 0 or not (i + 1) % 6 else 1 for i in range(48)]
+    assert config["hybrid_layer_pattern"] == default
+    layout = kv_layout(config, shape_of(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (9, 39, 128)
+    assert layout.full_token_layer_bytes(1, 2) == 4 * (192 + 128) * 2
+    assert layout.token_layer_bytes(1, 2) == 8 * (192 + 128) * 2
+    assert layout.bytes_per_token(1, 2) == 9 * 2560 + 39 * 5120 == 222_720
+    # a long request: the full layers grow, the sliding ones stop at the window
+    growth = layout.request_bytes(65_536, 1, 2, 2048) - layout.request_bytes(32_768, 1, 2, 2048)
+    assert growth == layout.grouped_layers()[0] * 32_768 * 2560
+    # tensor parallel over 8: one full head and one sliding head a GPU
+    assert layout.bytes_per_token(8, 2) == 9 * 320 * 2 + 39 * 320 * 2
+    without_pattern = {k: v for k, v in config.items() if k != "hybrid_layer_pattern"}
+    assert kv_layout(without_pattern) == kv_layout(config)
+
+
+@pytest.mark.parametrize(("name", "csa", "hca", "layers"), [
+    ("deepseek-v4-flash", 21, 20, 43),
+    ("deepseek-v4-pro", 30, 31, 61),
+])
+def test_deepseek_v4_keeps_a_window_and_compressed_entries(
+        name: str, csa: int, hca: int, layers: int) -> None:
+    """transformers 5.25's DeepseekV4CSACache / DeepseekV4HCACache: every layer a 128-token
+    window of one shared key/value head of 512 (values are the keys' tensor); a CSA layer (rate
+    4) one 512-wide entry and one 128-wide indexer entry per 4 tokens, an HCA layer (rate 128)
+    one 512-wide entry per 128 tokens; fixed buffers of the tokens still to compress. It was
+    sized as sliding layers with separate keys and values and no compressed entries, so a
+    request's cache stopped growing at the window."""
+    config = fixture(name)
+    layout = kv_layout(config, shape_of(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (0, layers, 128)
+    assert layout.token_layer_bytes(1, 2) == 512 * 2  # keys once, values share them
+    assert [(k.layers, k.rate, k.entry_elements) for k in layout.compressed] == [
+        (csa, 4, 512 + 128), (hca, 128, 512)]
+    assert layout.compressed_token_bytes(2) == csa * 640 * 2 // 4 + -(-hca * 512 * 2 // 128)
+    # 1M tokens: every complete window one entry, whatever the GPUs (one head, replicated)
+    context = 1_048_576
+    entries = csa * (context // 4) * 640 * 2 + hca * (context // 128) * 512 * 2
+    buffers = csa * (3 * 4 * 640 + 2 * 640) * 2 + hca * (127 * 2 * 512) * 2
+    window = layers * ((128 - 1 + 2048 + 15) // 16 * 16 + 16) * 512 * 2
+    for tp in (1, 8):
+        assert layout.request_bytes(context, tp, 2, 2048) == entries + buffers + window
+
+
+def test_lfm2_short_convolutions_keep_a_state_per_request() -> None:
+    """LFM2-1.2B: 6 attention layers (full_attn_idxs) keep keys and values; the 10 short
+    convolutions keep (conv_L_cache - 1) x conv_dim = 2 x 2048 values each per request (vLLM's
+    short_conv_state_shape), whatever its length; they were not counted at all."""
+    config = fixture("lfm2-1.2b")
+    layout = kv_layout(config, shape_of(config))
+    assert (layout.full_layers, layout.linear_layers) == (6, 10)
+    assert layout.state_elements == 2 * 2048
+    assert layout.state_bytes(1) == 10 * 2 * 2048 * 2 == 81_920
+    assert layout.state_bytes(2) == 10 * 2048 * 2  # split over the ranks by channel
+    assert layout.bytes_per_token(1, 2) == 6 * 2 * 8 * 64 * 2
+    assert layout.request_bytes(1024, 1, 2, 2048, padded=False) == (
+        6 * 1024 * 2 * 8 * 64 * 2 + 81_920)

@@ -29,7 +29,7 @@ PEFT 0.21's conversion table has no ``deepseek_v4`` entry: the fused experts and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Final
 
 from app.engine.architectures.kit import Attention, Config, experts_per_token
@@ -355,3 +355,29 @@ BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
 }
 """The model types of multi-head latent attention this module builds (registered in
 ``registry``; ``deepseek_v4`` is registered by name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class V4Cache:
+    """What a DeepSeek-V4 request keeps beside its sliding window (transformers 5.25's
+    ``DeepseekV4CSACache`` and ``DeepseekV4HCACache``): the CSA layers one compressed entry of
+    ``head_dim`` and one indexer entry of ``index_dim`` per ``csa_rate`` tokens, the HCA layers
+    one entry of ``head_dim`` per ``hca_rate`` tokens."""
+
+    csa_layers: int
+    hca_layers: int
+    csa_rate: int
+    hca_rate: int
+    head_dim: int
+    index_dim: int
+
+
+def v4_cache(raw: Mapping[str, object]) -> V4Cache:
+    """The compressed layers of a ``deepseek_v4`` config, read as :func:`deepseek_v4` reads
+    them (the same layer kinds, rates and defaults; errors name the field)."""
+    cfg = Config(raw)
+    csa, hca = _layer_counts(cfg, cfg.integer("num_hidden_layers"))
+    csa_rate, hca_rate = _rates(cfg)
+    return V4Cache(csa, hca, csa_rate, hca_rate,
+                   cfg.integer("head_dim", default=DEFAULTS["head_dim"]),
+                   cfg.integer("index_head_dim", default=DEFAULTS["index_head_dim"]))
