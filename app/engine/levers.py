@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from app.engine.fit import StepModel
 from app.engine.job import GpuSpec, Job, headroom_bytes
+from app.engine.monotone import first_true
 from app.engine.step_model import StepModels
 
 LEVER_MAX_CARDS = 8
@@ -56,14 +57,7 @@ def fewest_cards_zero3(models: StepModels, job: Job, usable_bytes: int,
         return 1
     if not fits(limit):
         return None
-    low, high = 1, limit
-    while high - low > 1:
-        mid = (low + high) // 2
-        if fits(mid):
-            high = mid
-        else:
-            low = mid
-    return high
+    return first_true(1, limit, fits)
 
 
 @dataclass(frozen=True, slots=True)

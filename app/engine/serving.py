@@ -30,6 +30,7 @@ from app.engine.assumptions import APPROXIMATE_PART_TEXTS
 from app.engine.capabilities import BLACKWELL_MIN_CC, FP8_MIN_CC, parse_compute_capability
 from app.engine.errors import EngineError
 from app.engine.estimate import ENGINE_VERSION, plain
+from app.engine.monotone import last_true
 from app.engine.serving_kv import BLOCK_TOKENS, KvLayout
 from app.engine.serving_weights import (
     FOUR_BIT_FORMATS,
@@ -602,14 +603,7 @@ def _users_at_floor(shape: ModelShape, layout: KvLayout, job: ServingJob, gpu: S
         return by_memory
     if not fast_enough(1):
         return 0
-    low, high = 1, by_memory
-    while high - low > 1:
-        middle = (low + high) // 2
-        if fast_enough(middle):
-            low = middle
-        else:
-            high = middle
-    return low
+    return last_true(1, by_memory, fast_enough)
 
 
 def _longest_context(layout: KvLayout, job: ServingJob, capacity: int, batched: int,
