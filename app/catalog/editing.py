@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ from app.accounts.audit import Actor
 from app.catalog import inline_config, repository
 from app.catalog import service as catalog_service
 from app.catalog.schemas import STOCK_STATUSES, SYSTEM_KINDS, ParamCounts
+from app.catalog.seed import STAFF_PRICE
 from app.catalog.service import CatalogCache
 from app.db.tables import GpuSku, ModelCard, System
 from app.engine.architectures.registry import parse_config
@@ -50,6 +52,9 @@ SYSTEM_FIELDS: tuple[str, ...] = (
     "price_eur_net", "stock_status", "product_url",
 )
 MODEL_FIELDS: tuple[str, ...] = ("hf_id", "family", "license", "gated")
+PRICE_STATE: tuple[str, ...] = ("price_indicative", "price_source", "price_date")
+"""Where a price comes from (audited with it): the seed's indicative price, or staff's."""
+
 REQUIRED_TEXT = {"name", "architecture", "compute_capability", "usable_basis", "memory_type",
                  "interconnect", "form_factor", "gpu_interconnect", "hf_id", "family",
                  "license"}
@@ -64,7 +69,8 @@ def _plain(value: Any) -> Any:
 
 def _state(row: GpuSku | System | ModelCard, fields: tuple[str, ...],
            extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    state = {name: _plain(getattr(row, name)) for name in fields if hasattr(row, name)}
+    names = (*fields, *PRICE_STATE) if "price_eur_net" in fields else fields
+    state = {name: _plain(getattr(row, name)) for name in names if hasattr(row, name)}
     state.update({"active": row.active, "version": row.version, **(extra or {})})
     return state
 
@@ -140,6 +146,7 @@ def create(session: Session, *, cache: CatalogCache, actor: Actor,
         row = System(slug=slug, active=True, gpu_sku_id=_gpu_id(session, values.get("gpu_slug")),
                      **data)
         fields, extra = SYSTEM_FIELDS, {"gpu_slug": values.get("gpu_slug")}
+    _staff_price(row)
     session.add(row)
     _flush(session)
     _written(session, cache, actor=actor, kind=kind, slug=slug, action="create", before=None,
@@ -172,6 +179,10 @@ def update(session: Session, *, cache: CatalogCache, actor: Actor, kind: Kind, s
     if row.version != version:
         raise Conflict(STALE)
     before = _state(row, fields, extra)
+    if isinstance(row, (GpuSku, System)) and "price_eur_net" in values and (
+        values.get("price_confirm") or _differs(row.price_eur_net, values["price_eur_net"])
+    ):
+        _staff_price(row)
     for name in fields:
         if name == "gpu_slug":
             if name in values and values[name] != extra.get("gpu_slug"):
@@ -185,6 +196,20 @@ def update(session: Session, *, cache: CatalogCache, actor: Actor, kind: Kind, s
         return
     _written(session, cache, actor=actor, kind=kind, slug=slug, action="update", before=before,
              after=after)
+
+
+def _differs(stored: Decimal | None, given: Any) -> bool:
+    if stored is None or given is None:
+        return stored is not given
+    return Decimal(stored) != Decimal(given)
+
+
+def _staff_price(row: GpuSku | System) -> None:
+    """The price is staff's from now on (set, confirmed or cleared): no longer indicative,
+    and a re-seed leaves it alone. Dated the day staff saved it (UTC)."""
+    row.price_indicative = False
+    row.price_source = STAFF_PRICE
+    row.price_date = datetime.now(UTC).date().isoformat()
 
 
 def set_active(session: Session, *, cache: CatalogCache, actor: Actor, kind: Kind, slug: str,

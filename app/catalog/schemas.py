@@ -56,6 +56,12 @@ class GpuRecord:
     version: int = 0
     comparison_only: bool = False
     """Not sold by the shop: a card to compare with, named on purpose only."""
+    price_indicative: bool = False
+    """``price_eur_net`` is the seed's public, dated price, not yet confirmed by staff."""
+    price_source: str | None = None
+    """Where the price comes from: the seed's source (amount, currency, rate), or "staff"."""
+    price_date: str | None = None
+    """When that price was published (seed, ``YYYY-MM``) or set by staff (``YYYY-MM-DD``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,10 @@ class SystemRecord:
     active: bool
     updated_at: datetime | None = None
     version: int = 0
+    price_indicative: bool = False
+    """As :attr:`GpuRecord.price_indicative`."""
+    price_source: str | None = None
+    price_date: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

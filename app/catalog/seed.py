@@ -4,7 +4,9 @@ The seed files in ``app/catalog/seed/`` are the versioned source of catalog
 *facts* (memory, bandwidth, parameter counts, sources). Staff own the
 commercial columns (``price_eur_net``, ``stock_status``, ``active``,
 ``product_url``): the seed sets them only when it inserts a row, so re-seeding
-after a release never undoes a price a person typed in.
+after a release never undoes a price a person typed in. The one exception is the
+seed's indicative price (:data:`PRICE_FIELDS`): a public, dated price that a
+re-seed keeps current until staff set or confirm a price of their own.
 
 The whole seed is read and validated before the first write, and
 :func:`seed_database` never commits: the caller's single transaction either
@@ -80,10 +82,17 @@ MODEL_FACTS: tuple[str, ...] = (
     "gated",
 )
 STAFF_OWNED: tuple[str, ...] = ("price_eur_net", "stock_status", "active", "product_url")
-"""Set from the seed on insert only; never overwritten by a re-seed."""
+"""Set from the seed on insert only; never overwritten by a re-seed (but see PRICE_FIELDS)."""
+PRICE_FIELDS: tuple[str, ...] = ("price_eur_net", "price_indicative", "price_source",
+                                 "price_date")
+"""The seed's indicative price. Set on insert, and refreshed by a re-seed while the row's price
+is still the seed's (``price_indicative``) or was never set (no ``price_source``); once staff
+set or clear a price (``price_source`` "staff") a re-seed leaves all four alone."""
+STAFF_PRICE = "staff"
+"""``price_source`` of a price staff set, confirmed or cleared in the desk."""
 
 _GPU_OPTIONAL = {
-    "price_eur_net": None,
+    "price": None,
     "stock_status": "on_request",
     "product_url": None,
     "active": True,
@@ -159,7 +168,8 @@ def _entries(path: Path, key: str) -> list[Mapping[str, Any]]:
 
 
 def _check_keys(
-    path: Path, entry: Mapping[str, Any], required: tuple[str, ...], optional: Mapping[str, Any]
+    path: Path, entry: Mapping[str, Any], required: tuple[str, ...], optional: Mapping[str, Any],
+    rates: Mapping[str, Mapping[str, str]],
 ) -> dict[str, Any]:
     name = entry.get("slug", "?")
     missing = [key for key in required if key not in entry]
@@ -169,16 +179,52 @@ def _check_keys(
     values = {**optional, **entry}
     if values["stock_status"] not in STOCK_STATUSES:
         raise SeedError(f"{path}: {name}: stock_status must be one of {STOCK_STATUSES}")
-    price = values["price_eur_net"]
-    values["price_eur_net"] = None if price is None else Decimal(str(price))
+    values.update(_indicative_price(path, name, values.pop("price"), rates))
     return values
+
+
+def _indicative_price(path: Path, name: str, price: Any,
+                      rates: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+    """A seed entry's ``price`` (a public, dated price: ``amount``, ``currency``, ``date``,
+    ``kind``, ``source``) as the four price columns: the amount in net EUR (converted at the
+    seed file's stated, dated rate where it is not EUR, to the cent) and its provenance."""
+    if price is None:
+        return {"price_eur_net": None, "price_indicative": False, "price_source": None,
+                "price_date": None}
+    keys = {"amount", "currency", "date", "kind", "source"}
+    if not isinstance(price, dict) or set(price) != keys:
+        raise SeedError(f"{path}: {name}: price needs exactly {sorted(keys)}")
+    amount, currency = Decimal(str(price["amount"])), str(price["currency"])
+    note = f"{price['kind']}: {currency} {amount:,} ({price['date']}); {price['source']}"
+    if currency != "EUR":
+        rate = rates.get(currency)
+        if rate is None:
+            raise SeedError(f"{path}: {name}: no exchange rate for {currency}")
+        per_eur = Decimal(str(rate["per_eur"]))
+        amount = amount / per_eur
+        note += (f"; converted at 1 EUR = {per_eur} {currency} ({rate['date']}, "
+                 f"{rate['source']})")
+    return {"price_eur_net": amount.quantize(Decimal("0.01")), "price_indicative": True,
+            "price_source": note, "price_date": str(price["date"])}
+
+
+def _rates(path: Path) -> dict[str, Mapping[str, str]]:
+    """The seed file's ``exchange_rates``: currency -> {per_eur, date, source}."""
+    document = _load_json(path)
+    rates = document.get("exchange_rates", {}) if isinstance(document, dict) else {}
+    if not isinstance(rates, dict) or not all(
+        isinstance(r, dict) and {"per_eur", "date", "source"} <= set(r) for r in rates.values()
+    ):
+        raise SeedError(f"{path}: exchange_rates: each needs per_eur, date and source")
+    return rates
 
 
 def _read_gpus(seed_dir: Path) -> tuple[GpuRecord, ...]:
     path = seed_dir / "gpus.json"
-    records = []
+    records, rates = [], _rates(path)
     for entry in _entries(path, "gpus"):
-        values = _check_keys(path, entry, GPU_FACTS, {**_GPU_OPTIONAL, **GPU_OPTIONAL_FACTS})
+        values = _check_keys(path, entry, GPU_FACTS, {**_GPU_OPTIONAL, **GPU_OPTIONAL_FACTS},
+                             rates)
         values["sources"] = tuple(values["sources"])
         records.append(GpuRecord(**values))
     return tuple(records)
@@ -186,9 +232,9 @@ def _read_gpus(seed_dir: Path) -> tuple[GpuRecord, ...]:
 
 def _read_systems(seed_dir: Path, gpu_slugs: set[str]) -> tuple[SystemRecord, ...]:
     path = seed_dir / "systems.json"
-    records = []
+    records, rates = [], _rates(seed_dir / "gpus.json")  # one rate table for both files
     for entry in _entries(path, "systems"):
-        values = _check_keys(path, entry, (*SYSTEM_FACTS, "gpu_slug"), _SYSTEM_OPTIONAL)
+        values = _check_keys(path, entry, (*SYSTEM_FACTS, "gpu_slug"), _SYSTEM_OPTIONAL, rates)
         if values["kind"] not in SYSTEM_KINDS:
             raise SeedError(f"{path}: {values['slug']}: kind must be one of {SYSTEM_KINDS}")
         if values["gpu_slug"] not in gpu_slugs:
@@ -279,7 +325,14 @@ def _apply(row: Any, record: Any, facts: tuple[str, ...], values: Mapping[str, A
 
 
 def _staff_fields(record: GpuRecord | SystemRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in STAFF_OWNED}
+    return {name: getattr(record, name) for name in (*STAFF_OWNED, *PRICE_FIELDS)}
+
+
+def _seed_price(row: Any, record: GpuRecord | SystemRecord) -> bool:
+    """Refresh the seed's indicative price on a row staff have not priced; True if changed."""
+    if row.price_source == STAFF_PRICE or not (row.price_indicative or row.price_source is None):
+        return False
+    return _apply(row, record, PRICE_FIELDS, {})
 
 
 def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
@@ -308,6 +361,7 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
             report.note("gpu_sku", "inserted", gpu.slug)
         else:
             changed = _apply(existing, gpu, (*GPU_FACTS, *GPU_OPTIONAL_FACTS), facts)
+            changed = _seed_price(existing, gpu) or changed
             outcome = "updated" if changed else "unchanged"
             report.note("gpu_sku", outcome, gpu.slug)
     session.flush()  # systems need the GPU ids
@@ -323,6 +377,7 @@ def seed_database(session: Session, *, seed_dir: Path = SEED_DIR) -> SeedReport:
             report.note("system", "inserted", system.slug)
         else:
             changed = _apply(existing_system, system, (*SYSTEM_FACTS, "gpu_sku_id"), system_facts)
+            changed = _seed_price(existing_system, system) or changed
             report.note("system", "updated" if changed else "unchanged", system.slug)
 
     _seed_models(session, data, report)

@@ -362,7 +362,9 @@ def format_table(result: EstimateResult) -> str:
     rec = result.recommendation
     if rec is not None:
         lines += ["", f"  recommendation: {rec.kind} {rec.slug}, "
-                  + (f"{rec.price} EUR net" if rec.price is not None else "price on request")
+                  + (f"{rec.price} EUR net" + (" (indicative list price)"
+                                                if rec.price_indicative else "")
+                     if rec.price is not None else "price on request")
                   + (f", {rec.hours:.2f} h" if rec.hours is not None else "")
                   + (f", with {_changes(rec.setup.changes)}" if rec.setup is not None
                      else ", as set")]

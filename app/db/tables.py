@@ -104,6 +104,12 @@ class GpuSku(_Timestamped, Base):
     form_factor: Mapped[str] = mapped_column(String(200))
     mig_instances: Mapped[int | None] = mapped_column(Integer)
     price_eur_net: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    # Where the price comes from: a public, dated price from the seed file, shown
+    # "indicative" until staff confirm one (price_indicative), or "staff" once staff set it.
+    price_indicative: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                   server_default=false())
+    price_source: Mapped[str | None] = mapped_column(Text)
+    price_date: Mapped[str | None] = mapped_column(String(10))
     stock_status: Mapped[str] = mapped_column(String(16), default="on_request")
     product_url: Mapped[str | None] = mapped_column(String(500))
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
@@ -136,6 +142,12 @@ class System(_Timestamped, Base):
     gpu_interconnect: Mapped[str] = mapped_column(String(200))
     host_ram_gb: Mapped[int | None] = mapped_column(Integer)
     price_eur_net: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    # Where the price comes from: a public, dated price from the seed file, shown
+    # "indicative" until staff confirm one (price_indicative), or "staff" once staff set it.
+    price_indicative: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                   server_default=false())
+    price_source: Mapped[str | None] = mapped_column(Text)
+    price_date: Mapped[str | None] = mapped_column(String(10))
     product_url: Mapped[str | None] = mapped_column(String(500))
     stock_status: Mapped[str] = mapped_column(String(16), default="on_request")
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())

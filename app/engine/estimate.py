@@ -87,6 +87,9 @@ class Recommendation:
     None: price on request."""
     hours: float | None
     """The training time for the customer's data on it (with the setup), where known."""
+    price_indicative: bool = False
+    """The price is a public, dated list price from the seed catalog, not yet confirmed by
+    the shop's staff (shown "indicative")."""
 
 
 @dataclass(frozen=True, slots=True)

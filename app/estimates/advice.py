@@ -32,6 +32,8 @@ class Offer:
     setup: Setup | None
     hours: float | None
     """The training time as set (the setup's when it fits only with one)."""
+    price_indicative: bool = False
+    """The price is the seed's public, dated one, not yet confirmed by staff."""
 
     @property
     def works(self) -> bool:
@@ -61,4 +63,5 @@ def recommend(offers: Iterable[Offer]) -> Recommendation | None:
     best = working[0]
     return Recommendation(kind=best.kind, slug=best.slug,
                           setup=None if best.fits else best.setup,
-                          price=money(best.price_eur_net), hours=best.hours)
+                          price=money(best.price_eur_net), hours=best.hours,
+                          price_indicative=best.price_indicative and best.price_eur_net is not None)

@@ -446,7 +446,8 @@ def _card_offers(request: EstimateRequest, result: EstimateResult,
             kind="gpu", slug=fit.gpu, price_eur_net=unit * cards if unit is not None else None,
             memory_bytes=fit.usable_bytes * cards, fits=fit.fits, setup=fit.setup,
             hours=_hours(fit.training if fit.fits or fit.setup is None
-                         else fit.setup.training)))
+                         else fit.setup.training),
+            price_indicative=record is not None and record.price_indicative))
     return offers
 
 
@@ -455,7 +456,8 @@ def _system_offers(request: EstimateRequest, systems: Sequence[SystemFit]
     return [advice.Offer(
         kind="system", slug=row.system.slug, price_eur_net=row.system.price_eur_net,
         memory_bytes=row.gpu.usable_bytes * row.gpus, fits=row.fits, setup=row.setup,
-        hours=_hours(row.training if row.fits or row.setup is None else row.setup.training))
+        hours=_hours(row.training if row.fits or row.setup is None else row.setup.training),
+        price_indicative=row.system.price_indicative)
         for row in systems
         if not (request.gpu_slugs and row.gpu.slug not in request.gpu_slugs)]
 

@@ -63,11 +63,16 @@ def _form(request: Request, session: DbSession, plural: str, *, slug: str | None
           conflict: bool = False, active: bool = True, status: int = 200) -> Response:
     kind = _kind(plural)
     gpus = [g.slug for g in _records(request, session, "gpu")]
+    price = None
+    if slug is not None and kind != "model":
+        record = _record(request, session, kind, slug)
+        price = {"indicative": getattr(record, "price_indicative", False),
+                 "source": getattr(record, "price_source", None)}
     return page(request, FORM, {
         "kind": kind, "plural": plural, "slug": slug, "values": values, "version": version,
         "fields": FIELDS[kind], "slug_field": catalog_forms.SLUG, "active": active,
         "errors": (errors or FieldErrors()).messages, "conflict": conflict,
-        "choices": {"gpu_slug": gpus},
+        "choices": {"gpu_slug": gpus}, "price": price,
     }, blocks=("catalog_form",), status_code=status)
 
 

@@ -25,12 +25,15 @@ class FormField:
 
 
 PRICE = FormField("price_eur_net", N_("Price (EUR net, empty: on request)"), "decimal")
+CONFIRM = FormField("price_confirm", N_("Confirm this price (until then customers see it as "
+                                        "indicative)"), "bool")
+"""Shown only while the price is the seed's indicative one; changing the price confirms too."""
 STOCK = FormField("stock_status", N_("Stock"), "choice", True, STOCK_STATUSES)
 URL = FormField("product_url", N_("Product page"), "url")
 
 GPU: tuple[FormField, ...] = (
     FormField("name", N_("Name"), required=True),
-    PRICE, STOCK, URL,
+    PRICE, CONFIRM, STOCK, URL,
     FormField("architecture", N_("Architecture"), required=True),
     FormField("compute_capability", N_("Compute capability"), required=True),
     FormField("memory_nominal_gb", N_("Memory (GB, nominal)"), "int", True),
@@ -49,7 +52,7 @@ GPU: tuple[FormField, ...] = (
 )
 SYSTEM: tuple[FormField, ...] = (
     FormField("name", N_("Name"), required=True),
-    PRICE, STOCK, URL,
+    PRICE, CONFIRM, STOCK, URL,
     FormField("kind", N_("Kind"), "choice", True, SYSTEM_KINDS),
     FormField("gpu_slug", N_("GPU"), "choice", True),
     FormField("gpu_count", N_("Number of GPUs"), "int", True),

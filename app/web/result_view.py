@@ -410,6 +410,17 @@ class ResultView:
         return setup_changes(found.setup if found is not None else None)
 
     @property
+    def recommendation_hours_as_set(self) -> float | None:
+        """The training time on the recommended offer without its setup, where it has one and
+        the speed model knows it: the line says what the setup costs ("3.1 h instead of
+        2.4 h")."""
+        found, best = self.result.recommendation, self.best
+        if found is None or found.setup is None or best is None:
+            return None
+        training = best.fit.training
+        return training.hours if training is not None else None
+
+    @property
     def best(self) -> CardRow | SystemRow | None:
         """The row the verdict names, for the phone's verdict bar (price and quote link)."""
         rows: tuple[CardRow | SystemRow, ...] = (*self.cards, *self.systems)
@@ -570,12 +581,10 @@ def _verdict(calc: CalculatorInput, rows: tuple[CardRow, ...],
     """The headline, from rows already ranked best first (:func:`storefront_key`): the
     recommendation when the customer named no card, else the named card's answer."""
     chosen = next((row for row in rows if row.highlighted), None)
-    # Without prices (price on request everywhere) the storefront's own order (roomy fits
-    # first) names a card that fits as set; the recommendation leads when it has a price to
-    # compare, or when no card fits as set and a setup makes one fit.
-    leads = recommendation is not None and (
-        recommendation.price is not None or not any(row.fit.fits for row in rows))
-    if chosen is None and recommendation is not None and leads:
+    # Without a card named, the verdict always leads with the recommendation: the cheapest
+    # priced offer that fits as set or with a setup, or, with every price on request, the one
+    # with the least memory that does.
+    if chosen is None and recommendation is not None:
         named = _recommended(calc, recommendation, rows, systems)
         if named is not None:
             return named

@@ -115,6 +115,8 @@ class ServeRow:
     recommended: bool
     levers: tuple[FieldError, ...]
     warnings: tuple[FieldError, ...]
+    price_indicative: bool = False
+    """The seed's public list price, not yet confirmed by staff (shown "indicative")."""
 
     @property
     def state(self) -> str:
@@ -175,7 +177,8 @@ def _system_row(calc: ServeInput, system: SystemRecord, gpu: GpuRecord, gpus: in
         kind="system", slug=system.slug, name=system_name(system, gpu), gpus=gpus, fit=fit,
         price_eur_net=system.price_eur_net, stock_status=system.stock_status,
         product_url=system.product_url, quote_url=quote_url(calc, f"system:{system.slug}"),
-        recommended=False, levers=(), warnings=_warnings(fit))
+        recommended=False, levers=(), warnings=_warnings(fit),
+        price_indicative=system.price_indicative)
 
 
 def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeView:
@@ -192,7 +195,8 @@ def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeVie
                  product_url=gpus[fit.gpu].product_url,
                  quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
                  recommended=best is not None and fit.gpu == best.gpu,
-                 levers=_levers(result.levers, fit.gpu), warnings=_warnings(fit))
+                 levers=_levers(result.levers, fit.gpu), warnings=_warnings(fit),
+                 price_indicative=gpus[fit.gpu].price_indicative)
         for fit in result.fits if fit.gpu in gpus), key=best_first))
     systems = tuple(sorted((_system_row(calc, row.system, row.gpu, row.gpus, row.fit)
                             for row in sizing.systems

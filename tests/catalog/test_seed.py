@@ -22,6 +22,8 @@ COMPARISON_GPUS = {
     "h200-sxm", "h100-sxm", "h100-nvl", "a100-80gb", "l40s", "rtx-5090", "rtx-6000-ada",
 }
 """Cards the shop does not sell, for comparison only (issue 26)."""
+INDICATIVE_GPUS = {"dgx-spark", "rtx-pro-6000"}
+"""Cards with a public, dated list price in the seed (issue 27, point 4)."""
 SHOP_GPUS = {
     "dgx-spark",
     "rtx-pro-6000",
@@ -65,7 +67,10 @@ def test_seed_loads_every_card_system_and_model(
     # DGX Spark: CUDA total less the 8 GiB OS reserve, and the basis says so.
     assert gpus["dgx-spark"].usable_bytes == 128_538_451_968 - 8 * 1024**3
     assert "8 GiB" in gpus["dgx-spark"].usable_basis
-    assert all(gpu.price_eur_net is None for gpu in gpus.values())  # price on request
+    # Public list prices where the seed has one (indicative), the rest price on request
+    priced = {slug: gpu for slug, gpu in gpus.items() if gpu.price_eur_net is not None}
+    assert set(priced) == INDICATIVE_GPUS
+    assert all(gpu.price_indicative and gpu.price_source for gpu in priced.values())
     assert all(gpu.stock_status == "on_request" for gpu in gpus.values())
     assert all(gpu.sources for gpu in gpus.values())
 
@@ -115,12 +120,14 @@ def test_staff_edits_survive_a_reseed_while_facts_refresh(
     _seed(session_factory, seed_files)
     with session_factory.begin() as staff:
         gpu = staff.scalars(select(GpuSku).where(GpuSku.slug == "rtx-pro-6000")).one()
-        gpu.price_eur_net = Decimal("8990.00")
+        gpu.price_eur_net = Decimal("8990.00")  # as the desk saves a price (editing.update)
+        gpu.price_indicative, gpu.price_source = False, seed_module.STAFF_PRICE
         gpu.stock_status = "in_stock"
         gpu.product_url = "https://shop.example/rtx-pro-6000"
         system = staff.scalars(select(System).where(System.slug == "srv-2x-h200-nvl")).one()
         system.active = False
         system.price_eur_net = Decimal("71000.50")
+        system.price_source = seed_module.STAFF_PRICE
     seed_files.edit_gpu("rtx-pro-6000", memory_bandwidth_gbps=1800.0)
 
     report = _seed(session_factory, seed_files)
@@ -232,7 +239,8 @@ def test_the_shipped_gpu_and_system_seed_is_valid() -> None:
     data = read_seed(SEED_DIR)
     assert {gpu.slug for gpu in data.gpus} == SHOP_GPUS | COMPARISON_GPUS
     for gpu in data.gpus:
-        assert gpu.price_eur_net is None and gpu.stock_status == "on_request"
+        assert gpu.stock_status == "on_request"
+        assert (gpu.price_eur_net is not None) is (gpu.slug in INDICATIVE_GPUS)
         if gpu.slug != "dgx-spark":  # driver-reported framebuffer, whole MiB
             assert gpu.usable_bytes % MiB == 0
         # "96 GB" GDDR is 96 GiB; the A100 80GB reports all of its 81,920 MiB (80 GiB)

@@ -111,3 +111,38 @@ def test_no_cheaper_offer_fits_with_any_setting(model: str, method: str, batch: 
 def test_at_least_fifty_jobs_are_held_to_the_brute_force() -> None:
     assert len(CASES) >= 50
     assert json.dumps([c[0] for c in CASES])  # every case names a seed model
+
+
+@pytest.mark.parametrize(("model", "method", "batch", "seq", "allow"), CASES[::3],
+                         ids=[f"{c[0]}-{c[1]}-b{c[2]}-s{c[3]}{'-any' if c[4] else ''}"
+                              for c in CASES[::3]])
+def test_the_recommendations_list_leads_with_the_estimate_s_recommendation(
+        model: str, method: str, batch: int, seq: int, allow: bool) -> None:
+    """POST /recommendations (:mod:`app.estimates.recommendations`) ranks as the estimate's
+    ``recommendation`` does (issue 27): its first offer is the recommendation, with the same
+    setup and price, and it lists every sold card and system that fits with a setup too."""
+    from app.estimates import recommendations
+
+    request = EstimateRequest(job=Job(method=method, batch_size=batch, seq_len=seq),  # type: ignore[arg-type]
+                              model_slug=model, checkpointing="auto",
+                              allow_method_change=allow)
+    found = recommendations.recommend(CATALOG, request, cache=EstimateCache())
+    rec = found.sizing.result.recommendation
+    if rec is None:
+        assert found.options == ()
+        return
+    first = found.options[0]
+    assert (first.kind, first.slug, first.setup) == (rec.kind, rec.slug, rec.setup)
+    assert first.price_eur_net == Decimal(rec.price) if rec.price else first.price_eur_net is None
+    assert first.hours == rec.hours
+    sold = {g.slug for g in CATALOG.gpus if not g.comparison_only}
+    with_setup = {("gpu", f.gpu) for f in found.sizing.result.fits
+                  if f.gpu in sold and not f.fits and f.setup is not None}
+    with_setup |= {("system", s.system.slug) for s in found.sizing.systems
+                   if not s.fits and s.setup is not None}
+    listed: dict[tuple[str, str], recommendations.Option] = {
+        (o.kind, o.slug): o for o in found.options}
+    assert with_setup <= set(listed)
+    assert all(listed[item].setup is not None for item in with_setup)
+    assert [recommendations.rank_key(o) for o in found.options] == sorted(
+        recommendations.rank_key(o) for o in found.options)

@@ -97,4 +97,6 @@ def test_the_request_keeps_the_setup_the_card_fits_with(seeded_session: Session)
     setup = stored["item_fit"]["setup"]
     assert setup["changes"]["gradient_checkpointing"] is True
     assert setup["total_bytes"] <= stored["item_fit"]["usable_bytes"]
-    assert stored["result"]["recommendation"]["slug"] == "rtx-pro-4500"
+    # the cheapest priced offer that fits: the DGX Spark at its indicative list price
+    assert stored["result"]["recommendation"]["slug"] == "dgx-spark"
+    assert stored["result"]["recommendation"]["price_indicative"] is True

@@ -22,7 +22,9 @@ def _form_values(html: str) -> dict[str, str]:
     """What a browser would send back from the catalog form."""
     form = html[html.index('id="catalog-form"'):html.index("</form>", html.index(
         'id="catalog-form"'))]
-    values = dict(re.findall(r'<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"', form))
+    values = {name: value for tag, name, value in re.findall(
+        r'(<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"[^>]*>)', form)
+        if 'type="checkbox"' not in tag or " checked" in tag}  # as a browser: ticked boxes
     for name, body in re.findall(r'<textarea[^>]*name="([^"]+)"[^>]*>([^<]*)</textarea>', form):
         values[name] = body
     for name, options in re.findall(r'<select[^>]*name="([^"]+)"[^>]*>(.*?)</select>', form,
@@ -59,8 +61,11 @@ def test_edit_price_writes_audit_and_bumps_the_revision(
     with users() as session:
         entry = session.scalars(select(AuditLog).order_by(AuditLog.id.desc())).first()
         assert entry is not None and entry.actor == SALES[0] and entry.action == "update"
-        assert entry.before is not None and entry.before["price_eur_net"] is None
+        # the seed's indicative list price, now the price staff set (issue 27, point 4)
+        assert entry.before is not None and entry.before["price_eur_net"] == "7379.17"
+        assert entry.before["price_indicative"] is True
         assert entry.after is not None and entry.after["price_eur_net"] == "8499.00"
+        assert entry.after["price_indicative"] is False and entry.after["price_source"] == "staff"
         assert session.scalars(select(CatalogRevision.revision)).one() == revision + 1
     assert _count(users, AuditLog) == before + 1
     # the storefront sees the new price at once: the save dropped the app's catalog snapshot
@@ -106,7 +111,7 @@ def test_bad_input_is_422_beside_the_field_and_writes_nothing(
         assert response.status_code == 422, (change, response.status_code)
         assert re.search(rf'id="err-{field}" class="field-error">[^<]*{re.escape(message)}',
                          response.text), (field, response.text[:2000])
-    assert _price(users, "rtx-pro-6000") is None
+    assert _price(users, "rtx-pro-6000") == Decimal("7379.17")  # the seed's, untouched
     assert _count(users, AuditLog) == audit_before
 
 
@@ -226,3 +231,44 @@ def test_system_and_model_edit_forms_reject_bad_input(
     with users() as session:
         assert session.scalars(select(ModelCard.license).where(
             ModelCard.slug == "llama-3.1-8b")).one() == "other"
+
+
+def test_a_seed_price_is_marked_indicative_until_staff_confirm_it(
+    staff_client: StaffClient, users: SessionFactory
+) -> None:
+    """Issue 27, point 4: the list and the form mark the seed's public list price; ticking
+    "confirm" (the price unchanged) makes it staff's, audited, and the storefront no longer
+    calls it indicative."""
+    client, _ = staff_client(SALES)
+    listing = client.get("/staff/catalog/gpus").text
+    assert re.search(r"€7,379\.17 \(indicative\)", listing)
+    page = client.get("/staff/catalog/gpus/rtx-pro-6000").text
+    assert 'id="price-indicative"' in page and "USD 8,565" in page
+    assert 'name="price_confirm" type="checkbox"' in page
+    assert 'name="price_confirm"' not in client.get("/staff/catalog/gpus/rtx-pro-4500").text
+    shop = client.get("/?model=llama-3.1-8b&gpu=rtx-pro-6000").text
+    assert re.search(r'id="card-rtx-pro-6000".*?indicative</small>', shop, re.S)
+    form = _form_values(page)
+    assert "price_confirm" not in form  # an unticked box is not sent
+    kept = client.post("/staff/catalog/gpus/rtx-pro-6000", data={**form, "stock_status":
+                                                                  "in_stock"})
+    assert kept.status_code == 303
+    with users() as session:
+        row = session.scalars(select(GpuSku).where(GpuSku.slug == "rtx-pro-6000")).one()
+        assert row.price_indicative and row.stock_status == "in_stock"
+    form = _form_values(client.get("/staff/catalog/gpus/rtx-pro-6000").text)
+    confirmed = client.post("/staff/catalog/gpus/rtx-pro-6000",
+                            data={**form, "price_confirm": "1"})
+    assert confirmed.status_code == 303
+    with users() as session:
+        row = session.scalars(select(GpuSku).where(GpuSku.slug == "rtx-pro-6000")).one()
+        assert (row.price_eur_net, row.price_indicative, row.price_source) == (
+            Decimal("7379.17"), False, "staff")
+        entry = session.scalars(select(AuditLog).order_by(AuditLog.id.desc())).first()
+        assert entry is not None and entry.after is not None and entry.before is not None
+        assert (entry.before["price_indicative"], entry.after["price_indicative"]) == (True,
+                                                                                     False)
+    assert 'id="price-indicative"' not in client.get("/staff/catalog/gpus/rtx-pro-6000").text
+    shop = client.get("/?model=llama-3.1-8b&gpu=rtx-pro-6000").text
+    row_html = re.search(r'<tr id="card-rtx-pro-6000".*?</tr>', shop, re.S)
+    assert row_html and "indicative" not in row_html.group(0)

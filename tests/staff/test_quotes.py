@@ -153,7 +153,7 @@ def test_bad_line_input_is_422_beside_the_field_and_writes_nothing(
          "Must not be negative."),
         ({"unit_price": "5", "item_slug": "other:", "description": ""}, "description",
          "required"),
-        ({"unit_price": "", "item_slug": "gpu:rtx-pro-6000"}, "unit_price",
+        ({"unit_price": "", "item_slug": "gpu:rtx-pro-5000-48gb"}, "unit_price",
          "no catalog price; enter one"),
         ({"unit_price": "5", "item_slug": "other:", "description": "x", "quantity": "0"},
          "quantity", "Enter a number from 1 to"),
@@ -404,3 +404,24 @@ def test_sending_needs_the_confirmation_box(
                           data={"csrf_token": token, "version": version})
     assert refused.status_code == 422 and "Tick the box to confirm" in refused.text
     assert 'id="sent-note"' not in client.get(f"/staff/quotes/{reference}").text
+
+
+def test_the_quote_page_shows_the_setup_the_customer_s_sizing_assumed(
+    staff_client: StaffClient, users: SessionFactory, make_client: Callable[..., TestClient],
+) -> None:
+    """Issue 27, point 5: LoRA Llama 3.1 8B, batch 4 at 2,048 tokens does not fit the RTX PRO
+    5000 48GB as set; the request keeps the setup it fits with, and the desk shows it."""
+    shop = make_client()
+    shop.headers["Accept-Language"] = "en"
+    quote = "/quote?item=gpu:rtx-pro-5000-48gb&model=llama-3.1-8b&method=lora&batch=4&seq=2048"
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">',
+                             shop.get(quote).text))
+    from tests.staff.conftest import CONTACT
+
+    assert shop.post("/quote", data={**fields, **CONTACT}).status_code == 303
+    client, _ = staff_client(SALES)
+    page, _ = _open(client, _reference(users))
+    assert "Fits with a standard setting" in page
+    setup = re.search(r'<dd id="assumed-setup">([^<]*)</dd>', page)
+    assert setup and setup.group(1).startswith("gradient checkpointing: "), page[:3000]
+    assert re.search(r"per GPU, [\d.]+ h$", setup.group(1))

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from app.db.session import SessionFactory
-from app.db.tables import GpuSku
+from app.db.tables import GpuSku, System
 
 LORA_8B_BATCH_3 = "/?model=llama-3.1-8b&method=lora&batch=3"
 TIGHT_ON_48GB = "/?model=llama-3.1-8b&method=lora&seq=3712"
@@ -47,6 +47,10 @@ def test_a_priced_card_in_stock_beats_an_unpriced_twin(
     make_client: Callable[..., TestClient], seeded: SessionFactory
 ) -> None:
     price(seeded, "rtx-pro-6000", "8499", "in_stock")
+    with seeded.begin() as session:  # staff took the DGX Spark's cheaper list price away
+        for table in (GpuSku, System):
+            session.execute(update(table).where(table.slug.in_(("dgx-spark", "dgx-spark-1x")))
+                            .values(price_eur_net=None, price_indicative=False))
     body = make_client(default_locale="en").get(LORA_8B_BATCH_3).text
     assert verdict(body).startswith("ok: Fits on 1× NVIDIA RTX PRO 6000 Blackwell Workstation")
     cards = row_ids(body, "card")
@@ -75,7 +79,8 @@ def test_a_fit_under_the_margin_is_tight_and_explained(client: TestClient) -> No
     assert 'id="tight-note"' in chosen and "5 %" in chosen
     assert '<tr id="card-rtx-pro-5000-48gb" class="tight chosen' in chosen
     free_choice = client.get(TIGHT_ON_48GB).text
-    assert verdict(free_choice).startswith("ok: Fits on 1× NVIDIA RTX PRO 5000 Blackwell 72GB")
+    # the cheapest priced card that fits with room (the seed's indicative list prices)
+    assert verdict(free_choice).startswith("ok: Fits on 1× NVIDIA DGX Spark")
 
 
 def test_a_lever_never_asks_for_more_than_eight_cards(client: TestClient) -> None:

@@ -133,10 +133,11 @@ async def create_estimate(request: Request, body: schemas.EstimateInput) -> Resp
              summary="Cards and systems that fit")
 def recommend(request: Request, session: DbSession, body: schemas.JobInput
               ) -> schemas.Recommendations | schemas.ServingRecommendations:
-    """Every card and system that holds the job, best first: fewest cards, then price (price
-    on request last), then the most free memory per card. With ``"workload": "serving"`` the
-    body is a serving job (as for /serving-estimates) and the answer ranks by cards, price and
-    the most concurrent requests."""
+    """Every card and system that holds the job as set or with a setup (``setup``), ranked
+    as the estimate's ``recommendation``: the cheapest priced first, ties by training time;
+    price on request after every priced offer, smallest memory first. With ``"workload":
+    "serving"`` the body is a serving job (as for /serving-estimates) and the answer ranks by
+    cards, price and the most concurrent requests."""
     if isinstance(body, schemas.ServingInput):
         return serving_api.recommend_serving(request, session, body)
     cached = caches.of(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from decimal import Decimal
 
 from app.api.v1 import schemas
@@ -26,7 +27,8 @@ def gpu_out(gpu: GpuRecord) -> schemas.Gpu:
         interconnect_bandwidth_gbps=gpu.interconnect_bandwidth_gbps,
         max_power_w=gpu.max_power_w, form_factor=gpu.form_factor,
         mig_instances=gpu.mig_instances, price_eur_net=money(gpu.price_eur_net),
-        stock_status=gpu.stock_status,
+        price_indicative=gpu.price_indicative, price_source=gpu.price_source,
+        price_date=gpu.price_date, stock_status=gpu.stock_status,
         product_url=gpu.product_url, comparison_only=gpu.comparison_only,
     )
 
@@ -37,7 +39,8 @@ def system_out(system: SystemRecord) -> schemas.System:
         gpu=system.gpu_slug, gpu_count=system.gpu_count,
         gpu_interconnect=system.gpu_interconnect, host_ram_gb=system.host_ram_gb,
         price_eur_net=money(system.price_eur_net),
-        stock_status=system.stock_status,
+        price_indicative=system.price_indicative, price_source=system.price_source,
+        price_date=system.price_date, stock_status=system.stock_status,
         product_url=system.product_url,
     )
 
@@ -66,10 +69,12 @@ def recommendations_out(found: Recommendations,
                 quantity=o.quantity, sharding=o.sharding,
                 unit_price_eur_net=money(o.unit_price_eur_net),
                 price_eur_net=money(o.price_eur_net),
+                price_indicative=o.price_indicative and o.price_eur_net is not None,
                 stock_status=o.stock_status,
                 total_bytes_per_gpu=o.total_bytes_per_gpu,
                 free_bytes_per_gpu=o.free_bytes_per_gpu, max_batch_size=o.max_batch_size,
-                quote_url=quote_urls.get(f"{o.kind}:{o.slug}"),
+                setup=schemas.Setup.model_validate(asdict(o.setup)) if o.setup else None,
+                hours=o.hours, quote_url=quote_urls.get(f"{o.kind}:{o.slug}"),
             )
             for rank, o in enumerate(found.options, start=1)
         ],

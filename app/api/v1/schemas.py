@@ -100,6 +100,13 @@ class Problem(_Out):
 # --- catalog -------------------------------------------------------------------------------
 
 
+PRICE_INDICATIVE = ("true: price_eur_net is a public, dated list price from the seed catalog "
+                    "(converted to EUR at a stated rate), not yet confirmed by the shop.")
+PRICE_SOURCE = ("Where the price comes from: the seed's source (amount, currency, rate), or "
+                "'staff' for a price the shop set; null: never priced.")
+PRICE_DATE = "When that price was published (YYYY-MM) or set by the shop (YYYY-MM-DD)."
+
+
 class Gpu(_Out):
     """A card of the catalog: one the shop sells, or a comparison card (``comparison_only``)."""
 
@@ -121,6 +128,9 @@ class Gpu(_Out):
     form_factor: str
     mig_instances: int | None
     price_eur_net: Money | None
+    price_indicative: bool = Field(default=False, description=PRICE_INDICATIVE)
+    price_source: str | None = Field(default=None, description=PRICE_SOURCE)
+    price_date: str | None = Field(default=None, description=PRICE_DATE)
     stock_status: StockStatus
     product_url: str | None
     comparison_only: bool = Field(
@@ -139,6 +149,9 @@ class System(_Out):
     gpu_interconnect: str
     host_ram_gb: int | None
     price_eur_net: Money | None
+    price_indicative: bool = Field(default=False, description=PRICE_INDICATIVE)
+    price_source: str | None = Field(default=None, description=PRICE_SOURCE)
+    price_date: str | None = Field(default=None, description=PRICE_DATE)
     stock_status: StockStatus
     product_url: str | None
 
@@ -459,6 +472,7 @@ class Recommended(_Out):
     hours: float | None = Field(description="Training time for dataset_tokens x epochs on it "
                                 "(with the setup); null where unknown. Ties in price go to "
                                 "the faster.")
+    price_indicative: bool = Field(default=False, description=PRICE_INDICATIVE)
 
 
 class CardFit(_Out):
@@ -554,16 +568,22 @@ class _Purchase(_Out):
     quantity: int = Field(description="What to order: cards for kind gpu, 1 for a system.")
     unit_price_eur_net: Money | None
     price_eur_net: Money | None = Field(description="quantity x unit price; null: on request.")
+    price_indicative: bool = Field(default=False, description=PRICE_INDICATIVE)
     stock_status: StockStatus
 
 
 class Recommendation(_Purchase):
-    """A way to buy the training job that fits."""
+    """A way to buy the training job: it fits as set or with a setup."""
 
     sharding: str
-    total_bytes_per_gpu: int
+    total_bytes_per_gpu: int = Field(description="Per GPU as it runs here (with the setup).")
     free_bytes_per_gpu: int
     max_batch_size: int
+    setup: Setup | None = Field(default=None, description="The standard settings the job "
+                                "needs here, as in an estimate's fits[i].setup; null: it fits "
+                                "as set.")
+    hours: float | None = Field(default=None, description="Training time for dataset_tokens "
+                                "x epochs here (with the setup); null where unknown.")
     quote_url: str | None = Field(
         description="The storefront's quote form for this item and job; null for an inline "
         "config.json or options the storefront does not offer (use POST /quote-requests)."
@@ -571,7 +591,9 @@ class Recommendation(_Purchase):
 
 
 class Recommendations(_Out):
-    """Cards and systems that fit, best first: fewest cards, then price, then headroom."""
+    """Cards and systems that fit as set or with a setup, ranked as an estimate's
+    `recommendation` (the first): the cheapest priced, ties by time; price on request after
+    every priced offer, smallest memory first."""
 
     engine_version: str = Field(examples=["1.0.0"])
     model_type: str

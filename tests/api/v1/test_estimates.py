@@ -40,20 +40,47 @@ def test_an_inline_config_and_a_card_subset(client: TestClient, auth: dict[str, 
 def test_recommendations_fit_are_ranked_and_carry_quote_urls(
     client: TestClient, auth: dict[str, str]
 ) -> None:
-    doc = client.post("/api/v1/recommendations", headers=auth, json={
-        "model": "qwen3-8b", "method": "lora", "batch_size": 2, "seq_len": 1024,
-    }).json()
+    body = {"model": "qwen3-8b", "method": "lora", "batch_size": 2, "seq_len": 1024}
+    doc = client.post("/api/v1/recommendations", headers=auth, json=body).json()
     assert doc["engine_version"] == ENGINE_VERSION
     recs = doc["recommendations"]
     assert recs and [r["rank"] for r in recs] == list(range(1, len(recs) + 1))
-    assert all(r["free_bytes_per_gpu"] >= 0 and r["max_batch_size"] >= 2 for r in recs)
-    keys = [(r["cards"], r["price_eur_net"] is None,
-             float(r["price_eur_net"] or 0), -r["free_bytes_per_gpu"]) for r in recs]
-    assert keys == sorted(keys)
+    assert all(r["free_bytes_per_gpu"] >= 0 for r in recs)
+    assert all(r["max_batch_size"] >= 2 for r in recs if r["setup"] is None)
+    # ranked as the estimate's recommendation: priced first, cheapest first (issue 27)
+    prices = [r["price_eur_net"] for r in recs]
+    priced = [float(p) for p in prices if p is not None]
+    assert priced and priced == sorted(priced)
+    assert prices == [*(p for p in prices if p is not None), *(p for p in prices if p is None)]
     assert {r["kind"] for r in recs} == {"gpu", "system"}
     first = recs[0]
     assert first["quote_url"].startswith("http://127.0.0.1:8000/quote?item=")  # the default
     assert "model=qwen3-8b" in first["quote_url"]
+    estimate = client.post("/api/v1/estimates", headers=auth, json=body).json()
+    rec = estimate["recommendation"]
+    assert (first["kind"], first["slug"], first["setup"]) == (rec["kind"], rec["slug"],
+                                                               rec["setup"])
+    assert (first["price_eur_net"], first["price_indicative"]) == (rec["price"],
+                                                                    rec["price_indicative"])
+
+
+def test_recommendations_list_offers_that_fit_with_a_setup(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """LoRA Llama 3.1 8B, batch 4 at 2,048 tokens: the 48 GB card fits only with gradient
+    checkpointing; the list names it with that setup, as the estimate's fits[i].setup does."""
+    body = {"model": "llama-3.1-8b", "method": "lora", "batch_size": 4, "seq_len": 2048}
+    recs = client.post("/api/v1/recommendations", headers=auth, json=body).json()
+    estimate = client.post("/api/v1/estimates", headers=auth, json=body).json()
+    setups = {f["gpu"]: f["setup"] for f in estimate["fits"] if not f["fits"] and f["setup"]}
+    listed = {r["slug"]: r for r in recs["recommendations"] if r["kind"] == "gpu"}
+    assert setups.get("rtx-pro-5000-48gb", {}).get("changes") == {"gradient_checkpointing": True}
+    assert setups and set(setups) - {"h200-sxm", "h100-sxm", "h100-nvl", "a100-80gb", "l40s",
+                                     "rtx-5090", "rtx-6000-ada"} <= set(listed)
+    for slug, setup in setups.items():
+        if slug in listed:
+            assert listed[slug]["setup"] == setup
+            assert listed[slug]["total_bytes_per_gpu"] == setup["total_bytes"]
 
 
 def test_recommendations_for_an_inline_config_have_no_storefront_link(
@@ -73,18 +100,21 @@ def test_nothing_fits_is_an_empty_list(client: TestClient, auth: dict[str, str])
 
 
 def test_rank_key_puts_price_on_request_last() -> None:
+    """As the estimate's recommendation: priced first, cheapest first; equal prices by time;
+    price on request last, the smallest memory first."""
     from decimal import Decimal
 
     from app.estimates.recommendations import Option
 
-    def option(slug: str, cards: int, price: str | None, free: int) -> Option:
+    def option(slug: str, cards: int, price: str | None, hours: float, memory: int) -> Option:
         value = Decimal(price) if price else None
         return Option("gpu", slug, slug, slug, cards, cards, "none", value, value,
-                      "in_stock", 1, free, 1)
+                      "in_stock", 1, 1, 1, hours=hours, memory_bytes=memory)
 
-    ranked = sorted([option("a", 2, "1.00", 9), option("b", 1, None, 9),
-                     option("c", 1, "5.00", 1), option("d", 1, "5.00", 7)], key=rank_key)
-    assert [o.slug for o in ranked] == ["d", "c", "b", "a"]
+    ranked = sorted([option("a", 2, "1.00", 9.0, 9), option("b", 1, None, 1.0, 9),
+                     option("c", 1, "5.00", 2.0, 1), option("d", 1, "5.00", 1.0, 7),
+                     option("e", 1, None, 1.0, 5)], key=rank_key)
+    assert [o.slug for o in ranked] == ["a", "d", "c", "e", "b"]
 
 
 ERRORS: list[tuple[Any, set[str]]] = [

@@ -120,11 +120,17 @@ def test_page_cli_and_api_agree(
         r["slug"]: r for r in client.post("/api/v1/recommendations", headers=auth,
                                           json=body).json()["recommendations"]
     }
+    # every row that fits as set, or with a setup (the same setup), and no other (issue 27)
     for row in view.systems:
         if row.fit.fits:
             rec = recommended[row.system.slug]
             assert (rec["free_bytes_per_gpu"], rec["max_batch_size"], rec["cards"]) == (
                 row.fit.free_bytes_per_gpu, row.fit.max_batch_size, row.fit.gpus)
+            assert rec["setup"] is None
+        elif row.fit.setup is not None:
+            rec = recommended[row.system.slug]
+            assert rec["setup"]["changes"] == row.fit.setup.changes
+            assert rec["total_bytes_per_gpu"] == row.fit.setup.total_bytes
         else:
             assert row.system.slug not in recommended
     for card in view.cards:
@@ -132,8 +138,18 @@ def test_page_cli_and_api_agree(
             rec = recommended[card.gpu.slug]
             assert (rec["free_bytes_per_gpu"], rec["max_batch_size"]) == (
                 card.fit.free_bytes, card.fit.max_batch_size)
+            assert rec["setup"] is None
+        elif card.fit.setup is not None:
+            rec = recommended[card.gpu.slug]
+            assert rec["setup"]["changes"] == card.fit.setup.changes
+            assert rec["total_bytes_per_gpu"] == card.fit.setup.total_bytes
         else:
             assert card.gpu.slug not in recommended
+    rec = api["recommendation"]
+    first = client.post("/api/v1/recommendations", headers=auth, json=body).json()[
+        "recommendations"]
+    assert (first[0]["kind"], first[0]["slug"]) == (rec["kind"], rec["slug"]) if rec else (
+        first == [])
 
 
 def _default_assumptions(client: TestClient, auth: dict[str, str], body: dict[str, Any],
