@@ -164,11 +164,17 @@ def _warnings(fit: ServingFit) -> tuple[FieldError, ...]:
     return tuple(FieldError(WARNINGS[w]) for w in fit.warnings if w in WARNINGS)
 
 
-def best_first(row: ServeRow) -> tuple[bool, bool, Decimal, str]:
-    """A table's order: what serves the load first, then by price, "price
-    on request" after every price, then by slug."""
+def best_first(row: ServeRow) -> tuple[bool, bool, Decimal, int, str]:
+    """A table's order, as the fine-tune tables rank (``storefront_key``): what serves the
+    load first, then by price, "price on request" after every price; among prices equal or
+    unknown, the least memory that serves first (the card the verdict recommends), and of
+    what does not serve, the most memory first (the nearest miss); then by slug. A shop that
+    has not priced its catalog (the seed's default) lists from the recommended card up, not
+    alphabetically."""
     price = row.price_eur_net
-    return (not row.fit.fits, price is None, price or Decimal(0), row.slug)
+    memory = row.fit.usable_bytes * row.gpus
+    return (not row.fit.fits, price is None, price or Decimal(0),
+            memory if row.fit.fits else -memory, row.slug)
 
 
 def _system_row(calc: ServeInput, system: SystemRecord, gpu: GpuRecord, gpus: int,

@@ -12,6 +12,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from app.catalog.seed import load_seed_catalog
 from tests.web.conftest import HX
 
 FORM = {"model": "llama-3.1-8b", "weights": "bf16", "kv": "auto", "context": "8192",
@@ -95,6 +96,24 @@ def test_tables_list_what_serves_first_then_by_price(client: TestClient, kind: s
     for group in (True, False):
         prices = [_euros(price) for _, fits, price in rows if fits is group]
         assert prices == sorted(prices), f"{kind}s that serve={group} by price"
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_without_prices_the_tables_start_at_the_recommended_card(
+    client: TestClient, lang: str
+) -> None:
+    """The seed catalog has no prices (price on request everywhere): the card table starts
+    at the recommended card, the smallest that serves, and goes up in memory (a third walk
+    found it alphabetical, the recommended card third); what does not serve comes last."""
+    body = client.get("/serve?model=llama-3.1-8b", headers={**HX, "Accept-Language": lang}).text
+    cards = re.findall(r'<tr id="card-([^"]+)" class="(ok|no)([^"]*)">', body)
+    assert cards[0][0] == "rtx-pro-4500" and "recommended" in cards[0][2]
+    memory = {gpu.slug: gpu.usable_bytes for gpu in load_seed_catalog().gpus}
+    serving = [memory[slug] for slug, state, _ in cards if state == "ok"]
+    assert serving == sorted(serving) and len(serving) == len(cards)
+    late = client.get(BOTH, headers=HX).text
+    order = [state for _, state in re.findall(r'<tr id="card-([^"]+)" class="(ok|no)', late)]
+    assert order == sorted(order, key=lambda state: state != "ok") and "no" in order
 
 
 def test_german_serve_pages_name_systems_in_german(client: TestClient) -> None:
