@@ -234,21 +234,28 @@ def _h200_steps() -> int:
     return len(json.loads(steps.read_text(encoding="utf-8"))["cases"])
 
 
-def _published_steps_held() -> int:
+def _held_published(what: str) -> int:
+    """The published speed measurements the speed tests hold: ``steps``, their ``sources`` or
+    their ``cards``."""
     cases = json.loads((MEASUREMENTS_DIR / "published_speed.json").read_text(encoding="utf-8"))
-    return sum(1 for case in cases["cases"] if case["held"])
+    held = [case for case in cases["cases"] if case["held"]]
+    if what == "steps":
+        return len(held)
+    return len({case["source" if what == "sources" else "card"] for case in held})
 
 
 DOC_FIGURES: tuple[tuple[str, str, Any], ...] = (
     ("accuracy.md", r"checks all (\d+) seed models", _seed_models),
     ("accuracy.md", r"\*\*(\d+) steps on an H200 SXM\*\*", _h200_steps),
     ("accuracy.md", r"chosen on the (\d+) H200 steps", _h200_steps),
-    ("accuracy.md", r"\*\*(\d+) published steps\*\*", _published_steps_held),
-    ("accuracy.md", r"H200 steps and the (\d+) published steps", _published_steps_held),
+    ("accuracy.md", r"With them (\d+) published\s+steps", lambda: _held_published("steps")),
+    ("accuracy.md", r"steps from (\d+) sources", lambda: _held_published("sources")),
+    ("accuracy.md", r"sources on (\d+) card types are held", lambda: _held_published("cards")),
 )
 """Counts docs/ states in prose, each with what it counts: the seed models the shape tests
-check, the H200 steps and the published steps the speed tests hold (``held``). The figures in
-the generated blocks (``make accuracy``, ``make bench``) are checked where they are written."""
+check, the H200 steps the speed constants were chosen on, the published steps the speed tests
+hold (``held``), their sources and cards. The figures in the generated blocks (``make
+accuracy``, ``make bench``) are checked where they are written."""
 
 
 @pytest.mark.parametrize(("document", "pattern", "count"), DOC_FIGURES)
