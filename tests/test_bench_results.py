@@ -61,6 +61,6 @@ def test_the_summary_keeps_what_the_table_needs() -> None:
                            "stats": {"rounds": 5, "min": 0.001, "median": 0.002, "max": 0.01}}]}
     table = bench_results.table(bench_results.summary(raw))
     assert "| `test_x.py` y | 1 | 2.00 | a | 2.00 | a |" in table
-    assert "2 cores, load average 1.0" in table
+    assert "2 cores, load average 1.0 over the last 5 minutes" in table
     with pytest.raises(ValueError, match="bench:start"):
         bench_results.with_table("no block here", bench_results.summary(raw))

@@ -2,9 +2,9 @@
 
 ``make bench`` runs ``benchmarks/`` with pytest-benchmark's JSON output, then this module keeps
 a summary of it in ``benchmarks/results.json`` (each benchmark's rounds, min, median and max in
-seconds, what it recorded in ``extra_info``, and the run's date, cores and load average) and
-writes the table between the ``bench:start`` and ``bench:end`` markers of docs/performance.md
-from that file. ``tests/test_bench_results.py`` fails when the table is not the file's or a
+seconds, what it recorded in ``extra_info``, and the run's date, cores and load average as it
+ended) and writes the table between the ``bench:start`` and ``bench:end`` markers of
+docs/performance.md from that file. ``tests/test_bench_results.py`` fails when the table is not the file's or a
 benchmark in ``benchmarks/`` has no figure in it, so the document's benchmark figures are the
 last run's, never typed by hand.
 
@@ -61,7 +61,7 @@ def table(results: Mapping[str, Any]) -> str:
     load = results.get("load_average")
     lines = [
         f"Last run: {results['datetime'][:16].replace('T', ' ')} UTC, {results['cores']} cores"
-        + (f", load average {load[0]:.1f}" if load else "")
+        + (f", load average {load[1]:.1f} over the last 5 minutes" if load else "")
         + " (`benchmarks/results.json`). Milliseconds per call, the median of each case's"
         " rounds: the fastest case's and the slowest case's.",
         "",
