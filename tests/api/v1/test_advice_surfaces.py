@@ -89,3 +89,25 @@ def test_the_cli_table_names_the_recommendation_and_its_indicative_price(
                      r"price\), [\d.]+ h, as set", table)
     assert re.search(r"rtx-pro-5000-48gb .*\n    fits with gradient_checkpointing True: "
                      r"[\d.]+ GB", table)
+
+
+def test_qwen3_8b_qlora_at_batch_4_needs_under_40_gb_by_default_on_every_surface(
+    client: TestClient, auth: dict[str, str], database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """QLoRA turns gradient checkpointing on by default (PEFT's
+    prepare_model_for_kbit_training), on the API, the CLI and the page alike."""
+    body = {"model": "qwen3-8b", "method": "qlora", "batch_size": 4}
+    api = client.post("/api/v1/estimates", headers=auth, json=body).json()
+    monkeypatch.setenv("SIZER_DATABASE_URL", database_url)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert sizer(["estimate", "--model", "qwen3-8b", "--method", "qlora", "--batch-size",
+                      "4", "--format", "json"]) == 0
+    document = json.loads(out.getvalue())
+    assert api["per_gpu_bytes"]["total"] == document["per_gpu_bytes"]["total"] < 40e9
+    assert api["checkpointing"] == {"setting": "auto", "enabled": True, "reason": "qlora"}
+    page = client.get("/?model=qwen3-8b&method=qlora&batch=4",
+                      headers={"Accept-Language": "en"}).text
+    total = re.search(r"Needs ([\d.]+)\u00a0GB per GPU", page)
+    assert total and float(total.group(1)) < 40
