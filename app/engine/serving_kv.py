@@ -24,12 +24,16 @@ The arithmetic follows vLLM's KV cache specs (``vllm/v1/kv_cache_interface.py`` 
   layers allocate nothing; :func:`app.engine.architectures.gemma4.cache_layers`). The per-kind page
   sizes are taken as they are; vLLM's hybrid manager pads groups to one page size, which this
   leaves out.
-* MiMo-V2-Flash (``mimo_v2_flash``, transformers 5.25's ``MiMoV2FlashAttention``): keys of
+The three below follow transformers' code of the family (``models/mimo_v2_flash/
+modeling_mimo_v2_flash.py`` at commit 019770dd, ``models/deepseek_v4/modeling_deepseek_v4.py``
+at 01976081, read on 2026-12-04; tests/engine/test_serving_kv.py holds the figures):
+
+* MiMo-V2-Flash (``mimo_v2_flash``, ``MiMoV2FlashAttention``): keys of
   ``head_dim`` (192) and values of ``v_head_dim`` (128); the sliding layers have twice the
   full layers' key/value heads (8 against 4) and a window of ``sliding_window`` (128); which
   layers slide is ``layer_types``, else the checkpoint's ``hybrid_layer_pattern`` (1 slides),
   else ``MiMoV2FlashConfig``'s rule (the first and every sixth layer attend in full).
-* DeepSeek-V4 (``deepseek_v4``, transformers 5.25's ``DeepseekV4HCACache`` and
+* DeepSeek-V4 (``deepseek_v4``, ``DeepseekV4HCACache`` and
   ``DeepseekV4CSACache``): every layer keeps a sliding window of one shared key/value head of
   ``head_dim`` (values are the keys' tensor); a CSA layer also keeps one compressed entry of
   ``head_dim`` and one indexer entry of ``index_head_dim`` per ``compress_rate`` (4) tokens, an

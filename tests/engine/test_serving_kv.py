@@ -254,7 +254,8 @@ def test_gemma4_long_request_pays_full_width_on_global_layers_and_a_window_on_th
 
 
 def test_mimo_v2_flash_full_and_sliding_layers_at_their_own_heads() -> None:
-    """transformers 5.25's MiMoV2FlashAttention: the first and every sixth layer attend in full
+    """transformers' MiMoV2FlashAttention (modeling_mimo_v2_flash.py at 019770dd): the first and
+    every sixth layer attend in full
     (9 of 48: the release's hybrid_layer_pattern and MiMoV2FlashConfig's default agree) with
     num_key_value_heads (4), the 39 sliding layers with twice as many (8) over a 128-token
     window; keys 192 wide, values 128 (v_head_dim). It was sized as 48 sliding layers of 4
@@ -283,7 +284,8 @@ def test_mimo_v2_flash_full_and_sliding_layers_at_their_own_heads() -> None:
 ])
 def test_deepseek_v4_keeps_a_window_and_compressed_entries(
         name: str, csa: int, hca: int, layers: int) -> None:
-    """transformers 5.25's DeepseekV4CSACache / DeepseekV4HCACache: every layer a 128-token
+    """transformers' DeepseekV4CSACache / DeepseekV4HCACache (modeling_deepseek_v4.py at 01976081):
+    every layer a 128-token
     window of one shared key/value head of 512 (values are the keys' tensor); a CSA layer (rate
     4) one 512-wide entry and one 128-wide indexer entry per 4 tokens, an HCA layer (rate 128)
     one 512-wide entry per 128 tokens; fixed buffers of the tokens still to compress. It was

@@ -359,7 +359,7 @@ BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
 
 @dataclass(frozen=True, slots=True)
 class V4Cache:
-    """What a DeepSeek-V4 request keeps beside its sliding window (transformers 5.25's
+    """What a DeepSeek-V4 request keeps beside its sliding window (transformers'
     ``DeepseekV4CSACache`` and ``DeepseekV4HCACache``): the CSA layers one compressed entry of
     ``head_dim`` and one indexer entry of ``index_dim`` per ``csa_rate`` tokens, the HCA layers
     one entry of ``head_dim`` per ``hca_rate`` tokens."""
