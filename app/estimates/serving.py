@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
-from app.config import SEED_DIR
 from app.engine import EngineError, ModelShape, parse_config
 from app.engine.architectures.approximate import shape_of
 from app.engine.serving import (
@@ -43,6 +42,7 @@ from app.estimates.service import (
     select_gpus,
     system_rows,
 )
+from app.paths import SEED_DIR
 
 
 @dataclass(frozen=True, slots=True)

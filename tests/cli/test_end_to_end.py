@@ -39,8 +39,9 @@ def test_estimate_from_any_directory_leaves_nothing_behind(tmp_path: Path) -> No
 
 SEED_PATH_SPARES = ("sqlalchemy", "pydantic", "pydantic_settings", "prometheus_client",
                     "alembic", "fastapi", "jinja2", "app.db", "app.config")
-"""What ``sizer estimate --offline`` does without: the settings, the database layer and the
-web's metrics (each a noticeable share of the command's start; benchmarks/test_cli_speed.py)."""
+"""What ``sizer estimate --offline`` and ``sizer serving --offline`` do without: the settings,
+the database layer and the web's metrics (each a noticeable share of the command's start;
+benchmarks/test_cli_speed.py)."""
 
 
 def _imported(argv: list[str], names: tuple[str, ...], cwd: Path) -> list[str]:
@@ -58,6 +59,8 @@ def _imported(argv: list[str], names: tuple[str, ...], cwd: Path) -> list[str]:
 
 def test_the_seed_path_imports_neither_the_database_nor_the_settings(tmp_path: Path) -> None:
     assert _imported([*ESTIMATE, "--offline"], SEED_PATH_SPARES, tmp_path) == []
+    serving = ["serving", "--offline", "--model", "llama-3.1-8b"]
+    assert _imported(serving, SEED_PATH_SPARES, tmp_path) == []
 
 
 NO_DATABASE_SPARES = ("sqlalchemy", "alembic", "prometheus_client", "fastapi", "jinja2",
