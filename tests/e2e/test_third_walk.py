@@ -176,6 +176,19 @@ def test_serve_refuses_a_context_beyond_the_model_s_maximum(walk: Any, lang: str
     assert page.locator(".error-summary").is_visible()
 
 
+GAP_BEFORE_QUOTE = """() => {
+    const buy = document.querySelector('#verdict-bar .vb-buy');
+    const range = document.createRange();
+    range.setStart(buy.firstChild, 0);
+    range.setEndBefore(buy.querySelector('a.button'));
+    const price = range.getBoundingClientRect();
+    const button = buy.querySelector('a.button').getBoundingClientRect();
+    if (button.top >= price.bottom - 1) return Infinity;  // on a line of its own
+    return button.left - price.right; }"""
+"""Pixels between the price ("Price on request") and the quote button beside it on one line
+(a fourth walk found them touching: "Preis auf AnfrageAngebot anfragen")."""
+
+
 @pytest.mark.parametrize(("lang", "url", "field", "bad"), [
     ("en", "/?model=llama-3.1-8b&method=lora", "#f-batch", "0"),
     ("de", "/?model=llama-3.1-8b&method=lora", "#f-batch", "0"),
@@ -189,6 +202,7 @@ def test_the_phone_verdict_bar_goes_stale_and_its_quote_link_waits_for_a_fresh_r
     bar = page.locator("#verdict-bar")
     link = bar.locator("a.button")
     assert bar.is_visible() and link.get_attribute("href")
+    assert page.evaluate(GAP_BEFORE_QUOTE) >= 4, "the price runs into the quote button"
     page.fill(field, bad)
     page.wait_for_function(
         "() => document.querySelector('#verdict-bar').classList.contains('stale')")
