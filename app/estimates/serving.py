@@ -213,6 +213,8 @@ class ServingOption:
     price_eur_net: Decimal | None
     stock_status: str
     fit: ServingFit
+    price_indicative: bool = False
+    """The price is the seed's public, dated list price, not yet confirmed by staff."""
 
 
 def _rank(option: ServingOption) -> tuple[int, bool, Decimal, int, str]:
@@ -236,13 +238,16 @@ def serving_recommend(catalog: Catalog, request: ServingRequest, *, cache: Estim
         unit = gpu.price_eur_net
         found.append(ServingOption("gpu", gpu.slug, gpu.name, gpu.slug, cards, cards, unit,
                                    unit * cards if unit is not None else None,
-                                   gpu.stock_status, fit))
+                                   gpu.stock_status, fit,
+                                   gpu.price_indicative and unit is not None))
     for row in sizing.systems:
         if not row.fit.fits or (request.gpu_slugs and row.gpu.slug not in request.gpu_slugs):
             continue
         found.append(ServingOption("system", row.system.slug, row.system.name, row.gpu.slug,
                                    row.gpus, 1, row.system.price_eur_net,
-                                   row.system.price_eur_net, row.system.stock_status, row.fit))
+                                   row.system.price_eur_net, row.system.stock_status, row.fit,
+                                   row.system.price_indicative
+                                   and row.system.price_eur_net is not None))
     return sizing, tuple(sorted(found, key=_rank))
 
 

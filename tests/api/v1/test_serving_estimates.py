@@ -101,6 +101,13 @@ def test_serving_recommendations_fit_and_are_ranked(client: TestClient,
     assert keys == sorted(keys)
     assert any(r["kind"] == "system" for r in recs)
     assert all(r["quote_url"] and "model=llama-3.1-8b" in r["quote_url"] for r in recs)
+    # the seed's list prices are marked indicative, the rest are on request
+    small = client.post("/api/v1/recommendations", headers=auth, json={
+        "workload": "serving", "model": "llama-3.1-8b", "context": 8192, "concurrency": 4,
+    }).json()["recommendations"]
+    indicative = {r["slug"] for r in small if r["price_indicative"]}
+    assert indicative and indicative <= {"rtx-pro-6000", "dgx-spark", "dgx-spark-1x"}
+    assert all(r["price_eur_net"] is not None for r in small if r["price_indicative"])
 
 
 def test_training_recommendations_are_unchanged_without_a_workload(
