@@ -257,3 +257,20 @@ def test_the_serve_page_takes_each_serving_field_or_names_it(name: str) -> None:
 
 def test_the_module_names_what_it_is() -> None:
     assert job_input.__doc__ and "tests/estimates/test_job_input.py" in job_input.__doc__
+
+
+NEVER_REFUSED = ("gradient_checkpointing", "allow_method_change", "expandable_segments")
+"""Page fields no service refusal names (a checkbox or a choice whose every value is valid)."""
+
+
+def test_a_refusal_of_a_page_field_lands_beside_its_control() -> None:
+    """The service names the input's field; each page puts it beside its own control (an
+    unmapped field would land under the model)."""
+    for name, (_, _, page) in TRAINING.items():
+        if page is not None and name not in NEVER_REFUSED:
+            control = calculator_form.ENGINE_FIELDS.get(name)
+            assert control in calculator_form.FIELDS, name
+            assert control == page[0] or (name, control) == ("quant", "quant"), name
+    for name, (_, _, page) in SERVING.items():
+        if page is not None:
+            assert serving_form.ENGINE_FIELDS.get(name) == page[0], name
