@@ -4,9 +4,9 @@
 a summary of it in ``benchmarks/results.json`` (each benchmark's rounds, min, median and max in
 seconds, what it recorded in ``extra_info``, and the run's date, cores and load average as it
 ended) and writes the table between the ``bench:start`` and ``bench:end`` markers of
-docs/performance.md from that file. ``tests/test_bench_results.py`` fails when the table is not the file's or a
-benchmark in ``benchmarks/`` has no figure in it, so the document's benchmark figures are the
-last run's, never typed by hand.
+docs/performance.md from that file. ``tests/test_bench_results.py`` fails when the table is not
+the file's or a benchmark in ``benchmarks/`` has no figure in it, so the document's benchmark
+figures are the last run's, never typed by hand.
 
 Run: ``python -m tools.bench_results RAW.json`` (``make bench`` does), or without an argument to
 rewrite the table from ``benchmarks/results.json`` alone.
