@@ -122,6 +122,9 @@ MIMO_FULL_EVERY: Final = 6
 attend in full, the others slide."""
 MIMO_SWA_HEADS_FACTOR: Final = 2
 """``MiMoV2FlashAttention``: a sliding layer has twice ``num_key_value_heads``."""
+OLMO3_FULL_EVERY: Final = 4
+"""``Olmo3Config``'s default ``layer_types``: layers 3, 7, 11, ... attend in full, the others
+over ``sliding_window``."""
 V4_WINDOW: Final = 128
 """``DeepseekV4Config.sliding_window`` default."""
 
@@ -427,6 +430,9 @@ def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
         # Nemotron-H: "*" attention, "M" Mamba-2, "-" MLP-only and "E" MoE layers hold no cache
         return {FULL: pattern.count("*"), MAMBA: pattern.count("M")}
     model_type = cfg.raw.get("model_type")
+    if model_type == "olmo3":  # Olmo3Config: every fourth layer full, the others slide
+        full = layers // OLMO3_FULL_EVERY
+        return {FULL: full, SLIDING: layers - full}
     interval = cfg.optional("full_attention_interval")
     if interval is not None:
         full = layers // interval

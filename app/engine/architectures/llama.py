@@ -58,9 +58,13 @@ def no_biases(_cfg: Config) -> Biases:
     return False, False, False
 
 
-def olmo2(cfg: Config) -> ModelShape:
+def olmo2(cfg: Config, model_type: str = "olmo2") -> ModelShape:
     """OLMo 2: Llama's linears without biases (``attention_bias`` on q/k/v/o); norms after the
-    attention and the MLP (two per layer) and RMSNorms on the full q and k widths."""
+    attention and the MLP (two per layer) and RMSNorms on the full q and k widths. OLMo 3
+    (``olmo3``) has the same parameters: transformers' ``Olmo3DecoderLayer`` is
+    ``Olmo2DecoderLayer`` and ``Olmo3ForCausalLM`` ``Olmo2ForCausalLM`` (``modular_olmo3.py``);
+    only three of four layers attend over a window (``layer_types``), which the KV reader
+    counts."""
     att = attention_dims(cfg)
     layers = cfg.integer("num_hidden_layers")
     intermediate = cfg.integer("intermediate_size")
@@ -69,7 +73,7 @@ def olmo2(cfg: Config) -> ModelShape:
     linears += gated_mlp(att.hidden, intermediate, layers)
     qk_norm = layers * (att.heads + att.kv_heads) * att.head_dim
     return assemble(
-        cfg, model_type="olmo2", att=att, intermediate=intermediate, layers=layers,
+        cfg, model_type=model_type, att=att, intermediate=intermediate, layers=layers,
         linears=linears, norm_params=(2 * layers + 1) * att.hidden + qk_norm, norms_per_layer=2,
         qk_norm=True, tied=cfg.flag("tie_word_embeddings", False),
     )

@@ -37,7 +37,7 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     # gemma4.py
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
-    "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2",
+    "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
 MOE_MODEL_TYPES: tuple[str, ...] = (
@@ -88,5 +88,6 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "gemma4": gemma4.gemma4, "gemma4_text": gemma4.gemma4_text,
     "smollm3": llama.smollm3, "lfm2": lfm2.lfm2,
     "deepseek_v4": deepseek.deepseek_v4,
+    "olmo3": lambda cfg: llama.olmo2(cfg, "olmo3"),
     "qwen3_vl": multimodal.qwen3_vl, "qwen3_vl_moe": multimodal.qwen3_vl_moe,
 }
