@@ -410,6 +410,18 @@ class ResultView:
         return setup_changes(found.setup if found is not None else None)
 
     @property
+    def other_offer(self) -> CardRow | SystemRow | None:
+        """With a card named, the recommendation's row when it is another offer: the line
+        under the verdict names the cheapest offer that holds the job."""
+        found = self.result.recommendation
+        if found is None:
+            return None
+        if found.kind == "gpu":
+            card = next((r for r in self.cards if r.gpu.slug == found.slug), None)
+            return None if card is None or card.highlighted else card
+        return next((r for r in self.systems if r.system.slug == found.slug), None)
+
+    @property
     def recommendation_hours_as_set(self) -> float | None:
         """The training time on the recommended offer without its setup, where it has one and
         the speed model knows it: the line says what the setup costs ("3.1 h instead of

@@ -98,3 +98,24 @@ def test_a_lever_never_asks_for_more_than_eight_cards(client: TestClient) -> Non
 def test_card_to_check_is_named_when_no_single_card_fits(client: TestClient) -> None:
     body = client.get("/?model=llama-3.1-8b&method=full&batch=4&gpu=rtx-pro-5000-72gb").text
     assert "NVIDIA RTX PRO 5000 Blackwell 72GB" in verdict(body)
+
+
+def test_a_named_card_s_verdict_also_names_the_cheapest_offer_that_holds_the_job(
+    client: TestClient,
+) -> None:
+    """The verdict answers for the card the customer named; the line under it names the
+    recommendation when it is another offer: its price (indicative where the seed's) and what
+    it changes."""
+    named = client.get("/?model=llama-3.1-8b&method=full&batch=4&gpu=h200-nvl").text
+    assert verdict(named).startswith("no: Does not fit on NVIDIA H200 NVL")
+    line = re.search(r'<p id="recommendation-other" class="note">(.*?)</p>', named, re.S)
+    assert line, named[:3000]
+    text = re.sub(r"<[^>]+>", "", line.group(1))
+    assert "NVIDIA DGX Spark" in text and "€3,445.33 net indicative" in text
+    assert "optimizer states in CPU memory" in text
+    own = client.get("/?model=llama-3.1-8b&method=lora&batch=4&seq=2048&gpu=dgx-spark").text
+    assert 'id="recommendation-other"' not in own  # the named card is the recommendation
+    german = client.get("/?model=llama-3.1-8b&method=full&batch=4&gpu=h200-nvl",
+                        headers={"Accept-Language": "de"}).text
+    assert "Das günstigste Angebot, das diesen Job trägt:" in german
+    assert "Richtpreis" in german
