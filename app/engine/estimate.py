@@ -191,11 +191,13 @@ def estimate(
     with_levers: bool = True,
     layers: AttentionLayers | None = None,
     models: StepModels | None = None,
+    with_fewest: bool = True,
 ) -> EstimateResult:
     """Memory per GPU for ``job`` on ``shape``, held against each card in ``gpus``, and how
     fast it trains on each (``layers``: which layers attend how, from the config's attention
-    layout; None: every non-mixer layer in full). ``models``: step models of this shape (as
-    the framework builds it) that a caller shares between calls for variants of one job."""
+    layout; None: every non-mixer layer in full). ``models``: step models of this shape as
+    built, shared by a caller between calls for variants of one job. ``with_fewest`` False:
+    ``fewest_cards_zero3`` left None (a job already spread over a system's cards)."""
     validate(shape, job)
     job = unsloth.as_run(job)
     given = shape
@@ -208,7 +210,8 @@ def estimate(
     total = totals.total_bytes
     work = step_work(shape, speed_job(shape, job, states.trainable_params), layers)
     by_memory: dict[int, _MemoryFit] = {}
-    fits = tuple(_card_fit(models, job, model, total, gpu, work, by_memory) for gpu in gpus)
+    fits = tuple(_card_fit(models, job, model, total, gpu, work, by_memory, with_fewest)
+                 for gpu in gpus)
     levers = _levers(models, job, gpus, fits) if with_levers else ()
     by_accounting: dict[str, int] = {
         acc: single_gpu_job_states(shape, job, acc).total_bytes for acc in ACCOUNTINGS
@@ -289,7 +292,7 @@ class _MemoryFit:
 
 def _card_fit(
     models: StepModels, job: Job, model: StepModel, total: int, gpu: GpuSpec, work: StepWork,
-    by_memory: dict[int, _MemoryFit],
+    by_memory: dict[int, _MemoryFit], with_fewest: bool = True,
 ) -> CardFit:
     usable = gpu.usable_bytes
     sized = by_memory.get(usable)
@@ -297,7 +300,7 @@ def _card_fit(
         sized = by_memory[usable] = _MemoryFit(
             model.max_batch_size(usable, job.seq_len),
             model.max_seq_len(usable, job.batch_size, models.shape.max_positions),
-            fewest_cards_zero3(models, job, usable))
+            fewest_cards_zero3(models, job, usable) if with_fewest else None)
     warnings: list[str] = []
     if gpu.unified_memory:
         warnings.append(UNIFIED_MEMORY_WARNING)

@@ -416,7 +416,8 @@ class _Sizer:
                          if other.gpu_slug in gpus and not gpus[other.gpu_slug].comparison_only]
                 specs = [system_link(gpu_spec(card), other) for other, card in group]
                 result = engine_estimate(self.shape, job, specs, with_levers=False,
-                                         layers=self.layers, models=self.models)
+                                         layers=self.layers, models=self.models,
+                                         with_fewest=False)
                 fits.update((other.slug, fit)
                             for (other, _), fit in zip(group, result.fits, strict=True))
             found = fits[system.slug]

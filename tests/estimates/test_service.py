@@ -36,11 +36,12 @@ def engine_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     def counting(
         shape: ModelShape, job: Job, gpus: Sequence[GpuSpec], *, with_levers: bool = True,
         layers: AttentionLayers | None = None, models: StepModels | None = None,
+        with_fewest: bool = True,
     ) -> EstimateResult:
         if with_levers:  # the cards (the systems of one card count are held without levers)
             calls.append("engine")
         return engine_estimate(shape, job, gpus, with_levers=with_levers, layers=layers,
-                               models=models)
+                               models=models, with_fewest=with_fewest)
 
     monkeypatch.setattr(service, "engine_estimate", counting)
     yield calls
