@@ -75,6 +75,47 @@ class ReserveTerms:
     fraction: float = 0.0
     floor_static: int = 0
     floor_per_token: int = 0
+    first_step_absent: int = 0
+    """States the first step's loss head runs without (the optimizer's, created by its step)."""
+    first_step_created: int = 0
+    """What the first step creates after its loss head and keeps (gradients, optimizer states)."""
+    head_blocks: tuple[int, ...] = ()
+    """The loss head's segments per token, in the order it asks for them (second step)."""
+
+    def second_step(self, stranding: int, batch: int, seq: int) -> int:
+        """Reserved at the second step when the first one's loss head ran before the gradients
+        and optimizer states existed (overhead.py, "the second step's loss head").
+
+        The first step reserves ``r1``: its strandings without the optimizer states, and at
+        least the states. What it then creates and keeps takes the smallest cached blocks that
+        fit (best fit): the blocks other than the loss head's first, then the loss head's
+        blocks from the smallest. The second step's loss head asks for its blocks again; each
+        one that no untouched block or the remainder of a filled one holds whole is a new
+        segment."""
+        if not self.head_blocks:
+            return 0
+        tokens = batch * seq
+        r1 = max(stranding - self.first_step_absent, self.floor_static)
+        head = [tokens * per_token for per_token in self.head_blocks]
+        other = r1 - (self.floor_static - self.first_step_created) - sum(head)
+        spill = max(0, self.first_step_created - max(0, other))
+        free = []
+        for block in sorted(head):
+            taken = min(block, spill)
+            spill -= taken
+            if block > taken:
+                free.append(block - taken)
+        new = 0
+        for block in head:
+            fitting = [piece for piece in free if piece >= block]
+            if fitting:
+                piece = min(fitting)
+                free.remove(piece)
+                if piece > block:
+                    free.append(piece - block)
+            else:
+                new += block
+        return r1 + new
 
     def stranded(self, batch: int, seq: int) -> int:
         tokens = batch * seq
@@ -85,7 +126,8 @@ class ReserveTerms:
         """``max_memory_reserved`` for a step whose allocated peak is ``allocated`` and whose
         largest live bytes plus stranded blocks, over the moments that strand, ``stranding``."""
         return max(allocated + math.ceil(dynamic * self.fraction), stranding,
-                   self.floor_static + batch * seq * self.floor_per_token)
+                   self.floor_static + batch * seq * self.floor_per_token,
+                   self.second_step(stranding, batch, seq))
 
 
 @dataclass(frozen=True, slots=True)

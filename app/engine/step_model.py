@@ -22,6 +22,7 @@ from app.engine import framework_litgpt as litgpt
 from app.engine import framework_unsloth as unsloth
 from app.engine.activations import (
     CHUNKED_LOSS_TOKENS,
+    LOSS_FORWARD_BYTES_PER_VOCAB,
     ActivationProfile,
     ActivationSetup,
     activation_profile,
@@ -36,7 +37,12 @@ from app.engine.job import (
     prepares_kbit,
     stored_bytes_per_param,
 )
-from app.engine.overhead import STRANDED_LOGITS_BYTES_PER_VOCAB, fixed_overhead_bytes, reserve_terms
+from app.engine.overhead import (
+    STRANDED_LOGITS_BYTES_PER_VOCAB,
+    fixed_overhead_bytes,
+    loss_head_segments,
+    reserve_terms,
+)
 from app.engine.precision import TrainingPrecision
 from app.engine.shapes import ModelShape
 from app.engine.sharding import sharded_extras, unsharded_quant_state
@@ -419,7 +425,13 @@ def overhead_terms(ctx: StepContext, terms: StepTerms, resident: int) -> Reserve
         layer_per_token=0 if profile.chunked_loss else profile.layer_per_token,
         layer_per_token_seq=0 if profile.chunked_loss else profile.layer_per_token_per_seq,
         states_bytes=resident, loss_head_per_token=loss_head_rate(profile, "backward", job),
-        expandable_segments=job.expandable_segments, fsdp=fsdp_sharded(job))
+        expandable_segments=job.expandable_segments, fsdp=fsdp_sharded(job),
+        first_step_absent=terms.optimizer,
+        first_step_created=terms.optimizer + terms.gradients,
+        head_blocks=() if profile.chunked_loss else loss_head_segments(
+            profile.vocab_size,
+            extra_per_token=profile.loss_forward_per_token
+            - LOSS_FORWARD_BYTES_PER_VOCAB * profile.vocab_size))
 
 
 def stranded_logits_rate(profile: ActivationProfile, job: Job) -> int:

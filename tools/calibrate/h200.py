@@ -221,17 +221,8 @@ HELDOUT_ALLOCATED_MISSES = {
     "qlora-m7b-b2s4096-ck": ("QLoRA Mistral 7B with checkpointing: 0.55 GB (4.0 %) more "
                              "allocated than counted, not explained"),
 }
-SMALL_MODEL_FULL_RESERVE = (
-    "a full fine-tune of a small model (128k vocabulary) with checkpointing: the allocator "
-    "reserved more than the engine's floor (the states and a loss head in segments of its own, "
-    "12 bytes per token per vocabulary entry); from the first step to the second its reserve "
-    "rose by {rise} bytes per token per entry, a pattern of the logits' blocks the model does "
-    "not follow")
 HELDOUT_TOTAL_MISSES = {
     "full-bf16-l8b-b1s2048-ck-paged8bit": PAGED_STATES,
-    "full-amp-l1b-b1s8192-ck": SMALL_MODEL_FULL_RESERVE.format(rise=12),
-    "full-bf16-l3b-b4s2048-ck": SMALL_MODEL_FULL_RESERVE.format(rise=14),
-    "full-amp-l1b-b16s2048-ck": SMALL_MODEL_FULL_RESERVE.format(rise=4),
 }
 
 
