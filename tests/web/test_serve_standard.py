@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from app.catalog.seed import load_seed_catalog
+from app.db.session import SessionFactory
 from tests.web.conftest import HX
 
 FORM = {"model": "llama-3.1-8b", "weights": "bf16", "kv": "auto", "context": "8192",
@@ -100,11 +103,15 @@ def test_tables_list_what_serves_first_then_by_price(client: TestClient, kind: s
 
 @pytest.mark.parametrize("lang", ["en", "de"])
 def test_without_prices_the_tables_start_at_the_recommended_card(
-    client: TestClient, lang: str
+    make_client: Callable[..., TestClient], seeded: SessionFactory, lang: str
 ) -> None:
-    """The seed catalog has no prices (price on request everywhere): the card table starts
-    at the recommended card, the smallest that serves, and goes up in memory (a third walk
+    """A shop that has priced nothing (price on request everywhere): the card table starts
+    at the recommended card, the smallest that serves, and goes up in memory (a fourth walk
     found it alphabetical, the recommended card third); what does not serve comes last."""
+    with seeded.begin() as session:
+        for table in ("gpu_sku", "system"):
+            session.execute(text(f"UPDATE {table} SET price_eur_net = NULL"))
+    client = make_client()
     body = client.get("/serve?model=llama-3.1-8b", headers={**HX, "Accept-Language": lang}).text
     cards = re.findall(r'<tr id="card-([^"]+)" class="(ok|no)([^"]*)">', body)
     assert cards[0][0] == "rtx-pro-4500" and "recommended" in cards[0][2]
