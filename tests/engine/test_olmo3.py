@@ -8,7 +8,9 @@ layers 3, 7, 11, ... full).
 The truth is transformers 5.24 + PEFT 0.21.2 on the meta device for OLMo-2-1124-7B
 (``expected_hybrid.json``: 7,298,617,344 parameters, 39,976,960 LoRA r16), on whose dimensions
 OLMo 3 7B is built; the config below is that one with OLMo 3's type and layer kinds. No
-published OLMo 3 config.json could be copied here, so no fixture claims to be one."""
+published OLMo 3 config.json could be copied here, so no fixture claims to be one;
+tests/engine/test_newer_dense.py holds ``Olmo3ForCausalLM`` itself, built by transformers 5.24
+on ``Olmo3Config``'s defaults (6,888,624,128 parameters)."""
 
 from __future__ import annotations
 

@@ -84,3 +84,37 @@ def smollm3(cfg: Config) -> ModelShape:
     ``mlp_bias`` as Llama reads them); its NoPE layers (``no_rope_layers``) change no parameter.
     ``SmolLM3Config.tie_word_embeddings`` defaults to True: a config that leaves it out ties."""
     return dense_swiglu(cfg, "smollm3", biases=llama_biases, tied_default=True)
+
+
+def seed_oss_biases(cfg: Config) -> Biases:
+    """Seed-OSS (``SeedOssAttention``): ``attention_bias`` on q, k and v (``SeedOssConfig``
+    default True), ``attention_out_bias`` on o and ``mlp_bias`` on the MLP (default False)."""
+    return (cfg.flag("attention_bias", True), cfg.flag("attention_out_bias", False),
+            cfg.flag("mlp_bias", False))
+
+
+def ernie4_5_biases(cfg: Config) -> Biases:
+    """ERNIE 4.5 dense (``Ernie4_5Attention``/``Ernie4_5MLP``): ``use_bias`` on every linear."""
+    bias = cfg.flag("use_bias", False)
+    return bias, bias, bias
+
+
+def helium_biases(cfg: Config) -> Biases:
+    """Helium (``HeliumAttention``): ``attention_bias`` on q, k and v, never on o;
+    ``mlp_bias`` on the MLP."""
+    return cfg.flag("attention_bias", False), False, cfg.flag("mlp_bias", False)
+
+
+NEWER_DENSE: dict[str, Callable[[Config], ModelShape]] = {
+    "seed_oss": lambda cfg: dense_swiglu(cfg, "seed_oss", biases=seed_oss_biases),
+    "ernie4_5": lambda cfg: dense_swiglu(cfg, "ernie4_5", biases=ernie4_5_biases,
+                                         tied_default=True),
+    "exaone4": lambda cfg: dense_swiglu(cfg, "exaone4", biases=no_biases, qk_norm=True),
+    "granite": lambda cfg: dense_swiglu(cfg, "granite", biases=llama_biases),
+    "helium": lambda cfg: dense_swiglu(cfg, "helium", biases=helium_biases),
+}
+"""Dense decoders of 2025 releases with the Llama layout, each as transformers builds it
+(held to transformers on the meta device by tests/engine/test_newer_dense.py): Seed-OSS
+(ByteDance), ERNIE 4.5 dense (Baidu), EXAONE 4.0 (LG: Qwen3's RMSNorm on q and k per head, its
+two norms after attention and MLP instead of before), Granite (IBM; its multipliers hold no
+parameter) and Helium (Kyutai)."""

@@ -38,6 +38,7 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
     "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
+    *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
 MOE_MODEL_TYPES: tuple[str, ...] = (
@@ -89,5 +90,6 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "smollm3": llama.smollm3, "lfm2": lfm2.lfm2,
     "deepseek_v4": deepseek.deepseek_v4,
     "olmo3": lambda cfg: llama.olmo2(cfg, "olmo3"),
+    **llama.NEWER_DENSE,
     "qwen3_vl": multimodal.qwen3_vl, "qwen3_vl_moe": multimodal.qwen3_vl_moe,
 }
