@@ -18,6 +18,7 @@ weight copy, which autocast frees before the optimizer step) from being undercut
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,9 +83,10 @@ class ReserveTerms:
     head_blocks: tuple[int, ...] = ()
     """The loss head's segments per token, in the order it asks for them (second step)."""
 
-    def second_step(self, stranding: int, batch: int, seq: int) -> int:
+    def second_step(self, stranding: int, batch: int, seq: int, at_least: int = 0) -> int:
         """Reserved at the second step when the first one's loss head ran before the gradients
-        and optimizer states existed (overhead.py, "the second step's loss head").
+        and optimizer states existed (overhead.py, "the second step's loss head"); 0 where it
+        cannot exceed ``at_least``.
 
         The first step reserves ``r1``: its strandings without the optimizer states, and at
         least the states. What it then creates and keeps takes the smallest cached blocks that
@@ -96,23 +98,27 @@ class ReserveTerms:
             return 0
         tokens = batch * seq
         r1 = max(stranding - self.first_step_absent, self.floor_static)
-        head = [tokens * per_token for per_token in self.head_blocks]
-        other = r1 - (self.floor_static - self.first_step_created) - sum(head)
-        spill = max(0, self.first_step_created - max(0, other))
-        free = []
-        for block in sorted(head):
-            taken = min(block, spill)
-            spill -= taken
-            if block > taken:
-                free.append(block - taken)
+        head_bytes = tokens * sum(self.head_blocks)
+        other = r1 - (self.floor_static - self.first_step_created) - head_bytes
+        if other >= self.first_step_created or r1 + head_bytes <= at_least:
+            return 0  # nothing spilled (r1 is within the strandings or the states), or less
+        spill = self.first_step_created - max(0, other)
+        free: list[int] = []  # ascending
+        for per_token in sorted(self.head_blocks):
+            block = tokens * per_token
+            if block > spill:
+                free.append(block - spill)
+            spill = max(0, spill - block)
+        free.sort()
         new = 0
-        for block in head:
-            fitting = [piece for piece in free if piece >= block]
-            if fitting:
-                piece = min(fitting)
-                free.remove(piece)
-                if piece > block:
-                    free.append(piece - block)
+        for per_token in self.head_blocks:
+            block = tokens * per_token
+            for index, piece in enumerate(free):
+                if piece >= block:
+                    del free[index]
+                    if piece > block:
+                        bisect.insort(free, piece - block)
+                    break
             else:
                 new += block
         return r1 + new
@@ -125,9 +131,9 @@ class ReserveTerms:
                  seq: int) -> int:
         """``max_memory_reserved`` for a step whose allocated peak is ``allocated`` and whose
         largest live bytes plus stranded blocks, over the moments that strand, ``stranding``."""
-        return max(allocated + math.ceil(dynamic * self.fraction), stranding,
-                   self.floor_static + batch * seq * self.floor_per_token,
-                   self.second_step(stranding, batch, seq))
+        reserved = max(allocated + math.ceil(dynamic * self.fraction), stranding,
+                       self.floor_static + batch * seq * self.floor_per_token)
+        return max(reserved, self.second_step(stranding, batch, seq, reserved))
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,9 +108,10 @@ def test_a_second_loss_head_reuses_the_blocks_nothing_was_created_in() -> None:
     # One token: the blocks are 2, 4, 4 and 4 bytes; the first step's strandings leave 10 GB of
     # other cached blocks, which hold the 1 GB it creates.
     terms = ReserveTerms(floor_static=11 * GB, first_step_created=GB,
-                                  head_blocks=(2, 4, 4, 4))
+                         head_blocks=(2, 4, 4, 4))
     stranding = 10 * GB + 10 * GB + 14
-    assert terms.second_step(stranding, 1, 1) == stranding
+    assert terms.second_step(stranding, 1, 1) == 0
+    assert terms.reserved(15 * GB, stranding, 0, 1, 1) == stranding
 
 
 def test_a_second_loss_head_needs_new_segments_for_the_blocks_the_states_filled() -> None:
@@ -124,9 +125,12 @@ def test_a_second_loss_head_needs_new_segments_for_the_blocks_the_states_filled(
     # 9 created: 1 in the other blocks, 8 spill into the 2 and 4 blocks and 2 of a 4.
     # Step 2: its 2 block fits that remainder (2), a 4 the untouched 4, the last two are new.
     assert terms.second_step(stranding, 1, 1) == 20 * unit + 8 * unit
+    assert terms.reserved(20 * unit, stranding, 0, 1, 1) == 28 * unit
+    # Nothing to add where the other terms already hold more.
+    assert terms.second_step(stranding, 1, 1, at_least=34 * unit) == 0
     # With nothing spilled the second loss head needs no new segment.
     spare = dataclasses.replace(terms, first_step_created=unit, floor_static=6 * unit)
-    assert spare.second_step(stranding, 1, 1) == 20 * unit
+    assert spare.second_step(stranding, 1, 1) == 0
 
 
 def test_no_second_step_term_without_a_whole_loss_head() -> None:
