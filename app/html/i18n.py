@@ -126,9 +126,13 @@ def format_gb(value_bytes: int | float, lang: str) -> str:
     value = float(value_bytes) / GB
     if not math.isfinite(value):
         return f"{format_decimal(value, locale=_locale(lang))}\u00a0GB"
-    # as Babel reads a float: its shortest text, so 16.85 rounds to 16.8 as written
+    # as Babel reads a float: its shortest text, so 16.85 rounds to 16.8 as written; below
+    # 10**15 GB the default 28 digits of precision hold it, so no wider context is needed
+    places = 0 if abs(value) >= 100 else 1
+    if abs(value) < 1e15:
+        return f"{_grouped(Decimal(repr(value)), places, lang)}\u00a0GB"
     with _digits(value):
-        formatted = _grouped(Decimal(str(value)), 0 if abs(value) >= 100 else 1, lang)
+        formatted = _grouped(Decimal(str(value)), places, lang)
     return f"{formatted}\u00a0GB"
 
 

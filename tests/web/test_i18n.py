@@ -6,7 +6,7 @@ import ast
 import random
 import re
 from collections.abc import Callable
-from decimal import localcontext
+from decimal import Decimal, localcontext
 from pathlib import Path
 
 from babel.messages.extract import extract_from_dir
@@ -103,6 +103,23 @@ def test_decimal_numbers_read_as_babel_writes_them() -> None:
             with localcontext(prec=60):
                 expected = format_decimal(value, locale=lang)
             assert i18n.format_number(value, lang) == expected, (lang, value)
+
+
+def test_gigabytes_read_as_babel_writes_them() -> None:
+    """GB figures (about 50 on a result) likewise: one decimal below 100 GB, none above, as
+    Babel's patterns round the float's shortest text, from bytes to beyond 10**15 GB."""
+    rnd = random.Random(31)
+    sizes = [0, 1, 16_850_000_000, 99_950_000_000, 100_000_000_000, 10**24 + 5 * 10**8,
+             10**33, -48_305_799_168]
+    sizes += [rnd.randint(0, 2 * 10**12) for _ in range(4000)]
+    sizes += [int(10 ** rnd.uniform(0, 30)) for _ in range(2000)]
+    for lang in ("de", "en"):
+        for size in sizes:
+            value = size / i18n.GB
+            with localcontext(prec=80):
+                expected = format_decimal(Decimal(str(value)), locale=lang,
+                                          format="#,##0" if abs(value) >= 100 else "#,##0.0")
+            assert i18n.format_gb(size, lang) == f"{expected}\u00a0GB", (lang, size)
 
 
 def _source_messages() -> set[str]:
