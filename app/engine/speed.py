@@ -14,7 +14,12 @@ A step is the sum of its parts, each from the job's arithmetic and the card's ca
 * several GPUs (:func:`communication_bytes`): data parallelism's gradient all-reduce and
   ZeRO-3/FSDP's all-gathers and reduce-scatter over the system's interconnect, overlapped with
   the forward and backward as DDP's gradient buckets and FSDP/DeepSpeed's prefetch overlap it:
-  only what exceeds that compute adds to the step.
+  only what exceeds that compute adds to the step;
+* the host's work (:func:`host_kernels`): PyTorch eager issues every kernel from the host
+  (Python, the dispatcher, autograd, the launch) while the GPU runs the earlier ones
+  asynchronously, so a step takes at least its counted kernels x
+  :data:`HOST_SECONDS_PER_KERNEL`: ``step = max(GPU time, host time)``. Only small steps (few
+  tokens, many adapted modules) reach this floor.
 
 Standard library only (docs/architecture.md rule 1). Every constant says where it comes from.
 """
@@ -484,6 +489,89 @@ def achieved_fraction(tokens_per_gpu: int, compute_capability: str = "8.0") -> f
     return peak * tokens / (tokens + HALF_TOKENS)
 
 
+
+# --- The host's work: kernels issued per step ---------------------------------------------
+
+HOST_SECONDS_PER_KERNEL = 4.25e-5
+"""Host seconds per kernel of an eager LoRA training step whose GPU waits on its host: about
+20,000 kernel launches in an 850 ms step of Qwen3.5-9B LoRA on a B200, the GPU busy about
+270 ms of it, "the rest of the step is the CPU issuing about 20,000 kernel launches per step
+through Python" (unslothai/unsloth pull request 10744, profile in 10806): 42.5 us a kernel,
+Python, the dispatcher, autograd and the launch together. A bare PyTorch op costs less
+(2-7 us from Python, pytorch/pytorch issue 41383; a CUDA launch "on the order of 10 us",
+Modal's GPU glossary, "overhead"): a training step's modules add Python around each kernel.
+Not chosen on any H200 step; the 15 and the held-out steps of 2026-12-04 check it."""
+KERNELS_LINEAR_FORWARD = 1
+"""One matmul per linear layer and forward (cuBLAS; ``F.linear``)."""
+KERNELS_LINEAR_BACKWARD = 1
+"""Its input gradient; a trained weight adds its weight gradient
+(:data:`KERNELS_TRAINED_WEIGHT`)."""
+KERNELS_TRAINED_WEIGHT = 1
+KERNELS_AUTOCAST_CAST = 1
+"""autocast's bf16 copy of an fp32 weight (once per forward, its cast cache), and the cast of
+its gradient back to fp32 in the backward."""
+KERNELS_DEQUANTISE = 2
+"""bitsandbytes' ``dequantize_4bit`` with double quantisation: the absmax statistics, then
+the weight, on every forward, recomputed forward and backward."""
+KERNELS_LORA_FORWARD = 4
+"""Kernels PEFT's ``lora.Linear.forward`` adds per adapted layer and forward beside the base
+layer's (``result + lora_B(lora_A(dropout(x))) * scaling``): ``lora_A`` and ``lora_B`` (2),
+the multiply by ``scaling`` and the add to the base output (2); :data:`KERNELS_LORA_DROPOUT`
+with dropout (``nn.Identity`` at 0) and :data:`KERNELS_LORA_FP32` with fp32 adapters under
+autocast."""
+KERNELS_LORA_BACKWARD = 6
+"""...and its backward: the scaling's gradient (1), A's and B's input and weight gradients
+(4), and the add of the adapter's input gradient to the base layer's (1)."""
+KERNELS_LORA_DROPOUT = 1
+"""``nn.Dropout`` (one fused kernel with its mask) forward, its masked gradient backward."""
+KERNELS_LORA_FP32 = 4
+"""fp32 adapters under autocast: PEFT casts the input to the adapter's dtype
+(``_cast_input_dtype``), autocast casts it and the A and B weights back to bf16 (4 forward);
+the backward casts each of these gradients back (4)."""
+KERNELS_PER_MICRO_STEP = 7
+"""Kernels of a micro-step outside the decoder layers that every implementation issues: the
+embedding (1), lm_head's matmul and its input gradient (2), the loss (log-softmax and NLL)
+and their gradients (4)."""
+KERNELS_PER_OPTIMIZER_STEP = 12
+"""Kernels of one optimizer step: ``clip_grad_norm_`` (foreach norms, their stack and norm,
+the clip coefficient and the foreach multiply: about 6) and fused AdamW's multi-tensor
+launches (about 6)."""
+
+
+def host_kernels(shape: ModelShape, job: SpeedJob) -> tuple[int, int]:
+    """Kernels the host issues per micro-step and per optimizer step (counted above): the
+    linear layers' (a recomputed forward under checkpointing), every adapted layer's adapter
+    kernels, QLoRA's dequantisation and amp's weight casts; one module per linear kind and
+    layer (a mixture of experts' fused expert tensors as one). The layers' other kernels
+    (norms, rotary embedding, residual adds, activations) are left out: transformers' eager
+    modules issue several each where Unsloth's and Qwen's code fuse them, so this count, and
+    the floor, is a lower bound of the host's work."""
+    forwards = 2 if job.gradient_checkpointing else 1
+    linears = sum(s.layers for s in shape.linears)
+    packed = sum(s.layers for s in job.packed_specs)
+    adapted = sum(s.layers for s in job.lora_specs)
+    forward = KERNELS_LINEAR_FORWARD * linears
+    backward = KERNELS_LINEAR_BACKWARD * linears
+    if job.trainable_linear:
+        backward += KERNELS_TRAINED_WEIGHT * linears
+        if job.master_bytes == FP32_BYTES:
+            forward += KERNELS_AUTOCAST_CAST * linears
+            backward += KERNELS_AUTOCAST_CAST * linears
+    forward += KERNELS_DEQUANTISE * packed
+    backward += KERNELS_DEQUANTISE * packed
+    lora_forward, lora_backward = KERNELS_LORA_FORWARD, KERNELS_LORA_BACKWARD
+    if job.lora_dropout:
+        lora_forward += KERNELS_LORA_DROPOUT
+        lora_backward += KERNELS_LORA_DROPOUT
+    if job.adapter_bytes == FP32_BYTES:
+        lora_forward += KERNELS_LORA_FP32
+        lora_backward += KERNELS_LORA_FP32
+    forward += lora_forward * adapted
+    backward += lora_backward * adapted
+    micro = forwards * forward + backward + KERNELS_PER_MICRO_STEP
+    return micro, KERNELS_PER_OPTIMIZER_STEP
+
+
 @dataclass(frozen=True, slots=True)
 class StepWork:
     """One job's work per optimizer step on each of its GPUs, card-independent: computed once
@@ -513,6 +601,9 @@ class StepWork:
     host transfers of offload."""
     tokens_per_step: int
     """Tokens of one optimizer step over all the job's GPUs."""
+    host_seconds: float = 0.0
+    """The host's time to issue one optimizer step's kernels (:func:`host_kernels`): the
+    step takes at least this long on any card."""
 
 
 def step_work(shape: ModelShape, job: SpeedJob, layers: AttentionLayers | None = None
@@ -542,19 +633,30 @@ def step_work(shape: ModelShape, job: SpeedJob, layers: AttentionLayers | None =
         step_bytes=accumulation * memory.per_micro_step + memory.optimizer,
         fixed_seconds=accumulation * memory.fixed_seconds + offload,
         tokens_per_step=tokens * accumulation * job.gpus,
+        host_seconds=host_seconds(shape, job),
     )
+
+
+def host_seconds(shape: ModelShape, job: SpeedJob) -> float:
+    """Seconds the host takes to issue one optimizer step's kernels: every micro-step's and
+    the optimizer's, at :data:`HOST_SECONDS_PER_KERNEL`."""
+    micro, optimizer = host_kernels(shape, job)
+    return (job.gradient_accumulation * micro + optimizer) * HOST_SECONDS_PER_KERNEL
 
 
 def step_seconds(work: StepWork, card: CardSpeed, tflops: float | None = None) -> float:
     """Seconds of one optimizer step on each of the job's GPUs: the micro-steps' matmuls and
-    memory-bound parts, the optimizer step, host transfers, and what of the communication
-    the forward and backward do not hide. The card has its figures (:func:`training` checks)."""
+    memory-bound parts, the optimizer step and host transfers, or the host's time to issue
+    the step's kernels where that is longer, and what of the communication the forward and
+    backward do not hide. The card has its figures (:func:`training` checks)."""
     peak = (tflops or card.matmul_tflops or 0.0) * 1e12
     bandwidth = (card.memory_bandwidth_gbps or 0.0) * 1e9 * MEMORY_EFFICIENCY
     hopper = card.compute_capability.startswith(HOPPER_CC)
     compute = (work.peak_flops_hopper if hopper else work.peak_flops) / peak
     computing = work.gradient_accumulation * compute
-    seconds = computing + work.step_bytes / bandwidth + work.fixed_seconds
+    # the host issues the kernels while the GPU runs the earlier ones: the slower of the two
+    seconds = max(computing + work.step_bytes / bandwidth + work.fixed_seconds,
+                  work.host_seconds)
     if work.communication_bytes:
         link = card.interconnect_bandwidth_gbps or 0.0
         efficiency = LINK_EFFICIENCY.get(card.interconnect, LINK_EFFICIENCY["pcie"])

@@ -24,6 +24,18 @@ from app.engine.speed import (
     CPU_ADAM_PARAMS_PER_S,
     EAGER_SCORE_BYTES,
     FP32_BYTES,
+    HOST_SECONDS_PER_KERNEL,
+    KERNELS_AUTOCAST_CAST,
+    KERNELS_DEQUANTISE,
+    KERNELS_LINEAR_BACKWARD,
+    KERNELS_LINEAR_FORWARD,
+    KERNELS_LORA_BACKWARD,
+    KERNELS_LORA_DROPOUT,
+    KERNELS_LORA_FORWARD,
+    KERNELS_LORA_FP32,
+    KERNELS_PER_MICRO_STEP,
+    KERNELS_PER_OPTIMIZER_STEP,
+    KERNELS_TRAINED_WEIGHT,
     LINK_EFFICIENCY,
     LORA_DROPOUT_BYTES,
     LORA_IN_BYTES,
@@ -41,6 +53,8 @@ from app.engine.speed import (
     achieved_fraction,
     communication_bytes,
     flop_terms,
+    host_kernels,
+    host_seconds,
     mean_context,
     memory_terms,
     offload_seconds,
@@ -226,7 +240,8 @@ def _by_hand(job: SpeedJob, card: CardSpeed = CARD) -> float:
                + offload_seconds(job))
     link = (card.interconnect_bandwidth_gbps or 0.0) / 2 * 1e9 * LINK_EFFICIENCY["nvlink"]
     exposed = communication_bytes(LLAMA_8B, job) / link - job.gradient_accumulation * compute
-    return seconds + max(0.0, exposed)
+    # the host issues the step's kernels while the GPU runs: the slower of the two
+    return max(seconds, host_seconds(LLAMA_8B, job)) + max(0.0, exposed)
 
 
 @pytest.mark.parametrize("job", [
@@ -355,3 +370,64 @@ def test_communication_hidden_by_the_compute_adds_nothing() -> None:
     two = step_seconds(step_work(LLAMA_8B, dataclasses.replace(job, gpus=2)), CARD)
     assert communication_bytes(LLAMA_8B, dataclasses.replace(job, gpus=2)) > 0
     assert two == pytest.approx(alone)
+
+
+LINEARS_8B = 32 * 7  # q, k, v, o, gate, up, down in every layer of Llama 3.1 8B
+
+
+def _lora_kernels(dropout: bool, fp32: bool) -> tuple[int, int]:
+    forward = KERNELS_LORA_FORWARD + dropout * KERNELS_LORA_DROPOUT + fp32 * KERNELS_LORA_FP32
+    backward = KERNELS_LORA_BACKWARD + dropout * KERNELS_LORA_DROPOUT + fp32 * KERNELS_LORA_FP32
+    return forward, backward
+
+
+def test_the_host_issues_every_linear_and_adapter_kernel_of_a_lora_step() -> None:
+    job = speed_job(LLAMA_8B, Job(method="lora", lora_dropout=0.05))
+    forward, backward = _lora_kernels(dropout=True, fp32=True)
+    per_linear = KERNELS_LINEAR_FORWARD + forward + KERNELS_LINEAR_BACKWARD + backward
+    assert host_kernels(LLAMA_8B, job) == (LINEARS_8B * per_linear + KERNELS_PER_MICRO_STEP,
+                                           KERNELS_PER_OPTIMIZER_STEP)
+    # no dropout (nn.Identity) and bf16 adapters issue fewer
+    plain = speed_job(LLAMA_8B, Job(method="lora", lora_dropout=0.0, adapter_dtype="bf16"))
+    forward, backward = _lora_kernels(dropout=False, fp32=False)
+    per_linear = KERNELS_LINEAR_FORWARD + forward + KERNELS_LINEAR_BACKWARD + backward
+    assert host_kernels(LLAMA_8B, plain)[0] == LINEARS_8B * per_linear + KERNELS_PER_MICRO_STEP
+
+
+def test_checkpointing_issues_the_forward_kernels_again() -> None:
+    job = Job(method="lora", lora_dropout=0.05)
+    ckpt = dataclasses.replace(job, gradient_checkpointing=True)
+    forward, _ = _lora_kernels(dropout=True, fp32=True)
+    assert (host_kernels(LLAMA_8B, speed_job(LLAMA_8B, ckpt))[0]
+            - host_kernels(LLAMA_8B, speed_job(LLAMA_8B, job))[0]
+            == LINEARS_8B * (KERNELS_LINEAR_FORWARD + forward))
+
+
+def test_qlora_dequantises_and_amp_full_casts_on_the_host_too() -> None:
+    lora = host_kernels(LLAMA_8B, speed_job(LLAMA_8B, Job(method="lora")))[0]
+    qlora = host_kernels(LLAMA_8B, speed_job(LLAMA_8B, Job(method="qlora")))[0]
+    # forward and backward each dequantise every 4-bit layer
+    assert qlora - lora == 2 * LINEARS_8B * KERNELS_DEQUANTISE
+    bf16 = host_kernels(LLAMA_8B, speed_job(LLAMA_8B, Job(method="full", precision="bf16")))[0]
+    amp = host_kernels(LLAMA_8B, speed_job(LLAMA_8B, Job(method="full", precision="amp")))[0]
+    assert bf16 == (LINEARS_8B * (KERNELS_LINEAR_FORWARD + KERNELS_LINEAR_BACKWARD
+                                  + KERNELS_TRAINED_WEIGHT) + KERNELS_PER_MICRO_STEP)
+    assert amp - bf16 == 2 * LINEARS_8B * KERNELS_AUTOCAST_CAST
+
+
+def test_the_host_seconds_are_every_micro_step_and_the_optimizer_at_the_kernel_cost() -> None:
+    job = speed_job(LLAMA_8B, Job(method="lora", gradient_accumulation=4))
+    micro, optimizer = host_kernels(LLAMA_8B, job)
+    assert host_seconds(LLAMA_8B, job) == pytest.approx(
+        (4 * micro + optimizer) * HOST_SECONDS_PER_KERNEL)
+
+
+def test_a_small_step_waits_on_its_host_and_a_large_one_on_its_gpu() -> None:
+    small = speed_job(LLAMA_8B, Job(method="lora", batch_size=1, seq_len=512))
+    work = step_work(LLAMA_8B, small)
+    assert step_seconds(work, CARD) == pytest.approx(host_seconds(LLAMA_8B, small))
+    assert step_seconds(dataclasses.replace(work, host_seconds=0.0), CARD) < work.host_seconds
+    large = speed_job(LLAMA_8B, Job(method="lora", batch_size=4, seq_len=4096))
+    work = step_work(LLAMA_8B, large)
+    assert step_seconds(work, CARD) == step_seconds(dataclasses.replace(work, host_seconds=0.0),
+                                                    CARD) > work.host_seconds

@@ -36,7 +36,9 @@ def arguments(step: dict[str, Any]) -> list[str]:
     if step["method"] == "full":
         args += ["--precision", step["precision"]]
     else:
-        args += ["--lora-dropout", str(step.get("drop") or 0.0)]
+        # measure_gpu.py's LoraConfig takes lora_dropout=c.get("drop", 0.05)
+        drop = step.get("drop")
+        args += ["--lora-dropout", str(0.05 if drop is None else drop)]
     if step.get("alloc_conf") == "expandable_segments:True":
         args.append("--expandable-segments")
     return args
