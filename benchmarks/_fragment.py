@@ -12,6 +12,7 @@ server holds between requests.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import tempfile
 import threading
 from collections.abc import Iterator, MutableMapping
@@ -50,6 +51,7 @@ JOBS = (
 """Catalog models sized against the whole seed catalog (every card and system)."""
 
 HEADERS = [(b"host", b"bench"), (b"hx-request", b"true"), (b"accept-language", b"de"),
+           (b"accept-encoding", b"gzip, deflate, br, zstd"),  # as Chromium sends it
            (b"origin", b"http://bench"), (b"referer", b"http://bench/"),
            (b"content-type", b"application/x-www-form-urlencoded")]
 
@@ -82,7 +84,8 @@ class FragmentBench:
         caches.fragments.forget()
 
     def ask(self, job: Job) -> tuple[int, bytes]:
-        """The status and body of the htmx answer to ``job``."""
+        """The status and body of the htmx answer to ``job`` (gzipped as a browser asks for
+        it; unzipped here, outside the server's time)."""
         return asyncio.run_coroutine_threadsafe(self._ask(job), self.loop).result()
 
     async def _ask(self, job: Job) -> tuple[int, bytes]:
@@ -97,6 +100,7 @@ class FragmentBench:
         received = False
         status = 0
         chunks: list[bytes] = []
+        zipped: list[bool] = []
 
         async def receive() -> dict[str, Any]:
             nonlocal received
@@ -109,11 +113,13 @@ class FragmentBench:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                zipped.append((b"content-encoding", b"gzip") in message.get("headers", []))
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
         await self.app(scope, receive, send)
-        return status, b"".join(chunks)
+        body = b"".join(chunks)
+        return status, gzip.decompress(body) if any(zipped) else body
 
     def close(self) -> None:
         self._stop.set()
