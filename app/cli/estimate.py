@@ -340,23 +340,7 @@ def format_table(result: EstimateResult) -> str:
                  f"max_memory_allocated)  reserved {_gb(result.reserved_bytes)} GB (allocator, "
                  "max_memory_reserved); total adds the CUDA context")
     lines.append("")
-    header = (f"  {'card':<22}{'usable':>8}{'free':>8}  {'fits':<5}{'max batch':>10}"
-              f"{'max seq':>9}{'hours':>9}{'tokens/s':>10}")
-    lines.append(header)
-    for fit in result.fits:
-        speed = fit.training
-        hours = (f"{speed.hours:>9.2f}{speed.tokens_per_s:>10,.0f}" if speed
-                 else f"{'-':>9}{'-':>10}")
-        lines.append(
-            f"  {fit.gpu:<22}{_gb(fit.usable_bytes):>8}{_gb(fit.free_bytes):>8}  "
-            f"{'yes' if fit.fits else 'no':<5}{fit.max_batch_size:>10}{fit.max_seq_len:>9}"
-            f"{hours}" + ("  (comparison card, not sold)" if fit.comparison_only else "")
-        )
-        if fit.setup is not None:
-            with_setup = fit.setup.training
-            lines.append(f"    fits with {_changes(fit.setup.changes)}: "
-                         f"{_gb(fit.setup.total_bytes)} GB"
-                         + (f", {with_setup.hours:.2f} h" if with_setup else ""))
+    lines += _card_rows(result)
     lines.append("  hours: the training time for the data (--dataset-tokens x --epochs) on one "
                  "card of each kind, if the job fits it")
     rec = result.recommendation
@@ -377,3 +361,26 @@ def format_table(result: EstimateResult) -> str:
     lines += ["", "assumptions:"] + [f"  - {item}" for item in result.assumptions]
     lines += [f"warning: {item}" for item in result.warnings]
     return "\n".join(lines)
+
+
+def _card_rows(result: EstimateResult) -> list[str]:
+    """One line per card (fit, largest batch and sequence, hours), and its setup beneath."""
+    lines: list[str] = []
+    header = (f"  {'card':<22}{'usable':>8}{'free':>8}  {'fits':<5}{'max batch':>10}"
+              f"{'max seq':>9}{'hours':>9}{'tokens/s':>10}")
+    lines.append(header)
+    for fit in result.fits:
+        speed = fit.training
+        hours = (f"{speed.hours:>9.2f}{speed.tokens_per_s:>10,.0f}" if speed
+                 else f"{'-':>9}{'-':>10}")
+        lines.append(
+            f"  {fit.gpu:<22}{_gb(fit.usable_bytes):>8}{_gb(fit.free_bytes):>8}  "
+            f"{'yes' if fit.fits else 'no':<5}{fit.max_batch_size:>10}{fit.max_seq_len:>9}"
+            f"{hours}" + ("  (comparison card, not sold)" if fit.comparison_only else "")
+        )
+        if fit.setup is not None:
+            with_setup = fit.setup.training
+            lines.append(f"    fits with {_changes(fit.setup.changes)}: "
+                         f"{_gb(fit.setup.total_bytes)} GB"
+                         + (f", {with_setup.hours:.2f} h" if with_setup else ""))
+    return lines

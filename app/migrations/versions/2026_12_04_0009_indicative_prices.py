@@ -1,6 +1,6 @@
 """gpu_sku / system: price_indicative, price_source, price_date
 
-Issue 27, point 4. The seed catalog carries public, dated prices (a vendor's list price at
+The seed catalog carries public, dated prices (a vendor's list price at
 launch, converted to EUR at a stated, dated rate) so that a fresh install can rank offers by
 price; such a price is shown "indicative" until staff confirm one. ``price_source`` says where
 a price comes from: the seed's source text, or ``staff`` for a price staff set (or cleared) in
