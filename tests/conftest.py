@@ -11,7 +11,9 @@ fixture uses SIZER_TEST_REDIS_URL (default redis://127.0.0.1:6379/15) with a key
 its own per test, deletes its keys afterwards, and skips when Redis does not answer (fails
 with CI=true).
 
-The schema comes from the real migrations, once per run and backend. Tests may
+The schema comes from the real migrations, once per process and backend (kept across
+pytest-xdist's backend switches: ``_MigratedDatabases``). The seed catalog is written by
+``seed_database`` the first time and from its kept rows after that (``seed_catalog``). Tests may
 commit (the seed and cache tests must: they are about transactions and other
 sessions), so instead of a rolled-back outer transaction each test ends by
 emptying the catalog tables, which on four small tables is as fast and cannot
@@ -28,18 +30,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, Table, create_engine, insert, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from app.caches import Caches
+from app.catalog.seed import seed_database
 from app.db import migrate
+from app.db.base import utcnow
 from app.db.session import SessionFactory, make_engine, make_session_factory
-from app.db.tables import GpuSku, ModelCard, System
+from app.db.tables import CatalogRevision, GpuSku, ModelCard, System
 
 POSTGRES_ENV = "SIZER_TEST_POSTGRES_URL"
 REDIS_ENV = "SIZER_TEST_REDIS_URL"
@@ -199,28 +203,113 @@ def empty_database_url(backend: str, tmp_path: Path) -> Iterator[str]:
         schema.drop()
 
 
+_SEED_TABLES: tuple[Table, ...] = tuple(
+    cast(Table, model.__table__) for model in (GpuSku, System, ModelCard))
+"""The tables ``seed_database`` writes, in the order their foreign keys need."""
+
+
+@dataclass(frozen=True)
+class _SeedSnapshot:
+    """What ``seed_database`` wrote into an empty catalog: each table's rows, and the revision."""
+
+    rows: tuple[list[dict[str, Any]], ...]
+    revision: int
+
+
+class _MigratedDatabases:
+    """This process's migrated databases, one per backend, each made on first use and kept
+    until the run ends (with its engine).
+
+    ``backend`` is a parametrised session fixture, and pytest-xdist's ``--dist loadfile`` runs
+    a file's SQLite cases and then its PostgreSQL ones, so a worker switches backend at nearly
+    every file; pytest tears a session fixture down at each switch. The databases live here,
+    outside that cycle, so that each worker migrates each backend once instead of once per
+    file. Isolation is unchanged: ``session_factory`` empties every table after each test,
+    as it always has within one backend's stretch.
+    """
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._tmp_path_factory = tmp_path_factory
+        self._urls: dict[str, str] = {}
+        self._engines: dict[str, Engine] = {}
+        self._schemas: list[_PostgresSchema] = []
+        self._seeded: dict[str, _SeedSnapshot] = {}
+
+    def url(self, backend: str) -> str:
+        if backend not in self._urls:
+            if backend == "sqlite":
+                url = f"sqlite:///{self._tmp_path_factory.mktemp('db') / 'sizer.db'}"
+            else:
+                schema = _PostgresSchema(_postgres_base_url())
+                self._schemas.append(schema)
+                url = schema.url
+            migrate.upgrade(url)
+            self._urls[backend] = url
+        return self._urls[backend]
+
+    def engine(self, url: str) -> Engine:
+        if url not in self._engines:
+            self._engines[url] = make_engine(url)
+        return self._engines[url]
+
+    def seed(self, engine: Engine) -> None:
+        """The shipped seed catalog, committed, into an empty catalog.
+
+        The first time per database this is ``seed_database`` itself; its rows are then kept
+        and later calls write those same rows again (one multi-row INSERT per table, new
+        ``updated_at`` and a new revision token, as a fresh seed would give them), which skips
+        re-reading and re-counting the seed files and the ORM's row-by-row flush. A catalog
+        that is not empty is seeded by ``seed_database``, which merges."""
+        url = engine.url.render_as_string(hide_password=False)
+        snapshot = self._seeded.get(url)
+        with engine.begin() as connection:
+            empty = all(connection.execute(select(table.c.id).limit(1)).first() is None
+                        for table in _SEED_TABLES)
+            if snapshot is not None and empty:
+                now = utcnow()
+                for table, rows in zip(_SEED_TABLES, snapshot.rows, strict=True):
+                    connection.execute(insert(table), [{**row, "updated_at": now} for row in rows])
+                connection.execute(update(CatalogRevision).where(CatalogRevision.id == 1)
+                                   .values(revision=snapshot.revision, token=uuid.uuid4().hex))
+                return
+        with make_session_factory(engine).begin() as session:
+            seed_database(session)
+        if snapshot is None and empty:
+            with engine.connect() as connection:
+                captured = tuple(
+                    [dict(row._mapping) for row in
+                     connection.execute(select(table).order_by(table.c.id))]
+                    for table in _SEED_TABLES)
+                revision = connection.execute(
+                    select(CatalogRevision.revision).where(CatalogRevision.id == 1)).scalar_one()
+            self._seeded[url] = _SeedSnapshot(captured, int(revision))
+
+    def close(self) -> None:
+        for engine in self._engines.values():
+            engine.dispose()
+        for schema in self._schemas:
+            schema.drop()
+
+
 @pytest.fixture(scope="session")
-def database_url(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A database migrated to head with the real migrations, once per run and backend."""
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'sizer.db'}"
-        migrate.upgrade(url)
-        yield url
-        return
-    schema = _PostgresSchema(_postgres_base_url())
+def _migrated_databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_MigratedDatabases]:
+    databases = _MigratedDatabases(tmp_path_factory)
     try:
-        migrate.upgrade(schema.url)
-        yield schema.url
+        yield databases
     finally:
-        schema.drop()
+        databases.close()
 
 
 @pytest.fixture(scope="session")
-def engine(database_url: str) -> Iterator[Engine]:
+def database_url(backend: str, _migrated_databases: _MigratedDatabases) -> str:
+    """A database migrated to head with the real migrations, once per process and backend."""
+    return _migrated_databases.url(backend)
+
+
+@pytest.fixture(scope="session")
+def engine(database_url: str, _migrated_databases: _MigratedDatabases) -> Engine:
     """One engine per backend for the whole run."""
-    engine = make_engine(database_url)
-    yield engine
-    engine.dispose()
+    return _migrated_databases.engine(database_url)
 
 
 @pytest.fixture
@@ -236,6 +325,14 @@ def session_factory(engine: Engine) -> Iterator[SessionFactory]:
         for table in ("system", "gpu_sku", "model_card"):
             connection.execute(text(f"DELETE FROM {table}"))
         connection.execute(text("UPDATE catalog_revision SET revision = 0, token = 'initial'"))
+
+
+@pytest.fixture
+def seed_catalog(engine: Engine,
+                 _migrated_databases: _MigratedDatabases) -> Callable[[], None]:
+    """``seed_catalog()``: the shipped seed catalog, committed, as ``seed_database`` writes it
+    (``_MigratedDatabases.seed``); ``session_factory`` empties it after the test."""
+    return lambda: _migrated_databases.seed(engine)
 
 
 @pytest.fixture

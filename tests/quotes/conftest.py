@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from app.catalog.seed import seed_database
 from app.db.session import SessionFactory
 
 
 @pytest.fixture
-def seeded_session(session_factory: SessionFactory) -> Iterator[Session]:
+def seeded_session(session_factory: SessionFactory,
+                   seed_catalog: Callable[[], None]) -> Iterator[Session]:
     """A session on the seed catalog; what it leaves uncommitted is rolled back, and quote
     requests and audit rows are deleted afterwards."""
-    with session_factory.begin() as session:
-        seed_database(session)
+    seed_catalog()
     with session_factory() as session:
         yield session
         session.rollback()

@@ -8,7 +8,6 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from app.catalog.seed import seed_database
 from app.config import load_settings
 from app.db.session import SessionFactory
 from app.main import create_app
@@ -17,10 +16,10 @@ HX = {"HX-Request": "true"}
 
 
 @pytest.fixture
-def seeded(session_factory: SessionFactory) -> Iterator[SessionFactory]:
+def seeded(session_factory: SessionFactory,
+           seed_catalog: Callable[[], None]) -> Iterator[SessionFactory]:
     """The shipped seed catalog, committed; catalog and quote requests emptied afterwards."""
-    with session_factory.begin() as session:
-        seed_database(session)
+    seed_catalog()
     yield session_factory
     with session_factory.begin() as session:
         session.execute(text("DELETE FROM quote_request"))

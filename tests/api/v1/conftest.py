@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 
 from app.accounts import api_keys
 from app.caches import Caches
-from app.catalog.seed import seed_database
 from app.config import load_settings
 from app.db.session import SessionFactory
 from app.main import create_app
@@ -32,10 +31,9 @@ def partner_id(session: Session, name: str) -> int:
 
 
 @pytest.fixture
-def seeded(session_factory: SessionFactory) -> SessionFactory:
+def seeded(session_factory: SessionFactory, seed_catalog: Callable[[], None]) -> SessionFactory:
     """The shipped seed catalog, committed (tests/conftest.py empties it afterwards)."""
-    with session_factory.begin() as session:
-        seed_database(session)
+    seed_catalog()
     return session_factory
 
 
