@@ -394,16 +394,21 @@ def mask_bytes_per_token_per_seq(shape: ModelShape, attention: Attention, regime
     return shape.mask_kinds * MASK_BYTES[regime] if attention == "eager" else 0
 
 
+def _layer_bytes_per_token(shape: ModelShape, setup: ActivationSetup) -> int:
+    """One decoder layer's saved tensors per token under the setup's method and kernels."""
+    if setup.method == "full":
+        return full_layer_bytes_per_token(shape, setup.regime)
+    if setup.unsloth and unsloth.fast_lora_applies(shape, setup.lora):
+        return unsloth.fast_lora_layer_bytes_per_token(shape)
+    layer = lora_layer_bytes_per_token(shape, setup.lora or LoraSetup())
+    if setup.regime == "qlora":
+        layer += qlora_fp32_mlp_bytes_per_token(shape)
+    return layer
+
+
 def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationProfile:
     """Coefficients of every activation term for this model and setup."""
-    if setup.method == "full":
-        layer = full_layer_bytes_per_token(shape, setup.regime)
-    elif setup.unsloth and unsloth.fast_lora_applies(shape, setup.lora):
-        layer = unsloth.fast_lora_layer_bytes_per_token(shape)
-    else:
-        layer = lora_layer_bytes_per_token(shape, setup.lora or LoraSetup())
-        if setup.regime == "qlora":
-            layer += qlora_fp32_mlp_bytes_per_token(shape)
+    layer = _layer_bytes_per_token(shape, setup)
     quad = eager_bytes_per_token_per_seq(shape, setup.attention, setup.regime)
     fwd_transient = bwd_transient = 0
     if setup.attention == "eager":
@@ -422,6 +427,10 @@ def activation_profile(shape: ModelShape, setup: ActivationSetup) -> ActivationP
         saved = CHECKPOINT_INPUT_BYTES[setup.regime] * shape.hidden_size * kept_inputs
         saved_quad = masks
         forward_only_quad = 0
+        if setup.unsloth and setup.activation_offload:
+            # Unsloth's GPU copy buffers stay allocated through the backward, one of them
+            # holding the recomputed layer's input (framework_unsloth.py, point 5).
+            layer += saved
     elif setup.activation_offload:
         kept = min(layers, OFFLOADED_LAYERS_ON_GPU)
         saved, saved_quad = (layer + bnb_inputs) * kept, quad * kept

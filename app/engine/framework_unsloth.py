@@ -61,8 +61,12 @@ The precision preset (fp32 adapters under bf16 autocast; a full fine-tune in pur
    GPU buffer (two when memory allows: ``GPU_BUFFERS_B``, double buffering) into pinned CPU
    buffers, and never offloads the last layer's input (``LAST_GC_INDEX``: "next run skips
    offloading it"): :data:`CHECKPOINTS_ON_GPU` layer inputs stay, where torchtune's
-   offloading keeps up to five (activations.OFFLOAD_STASH_TENSORS). Below 512 tokens it
-   checkpoints without offloading (:data:`OFFLOAD_MIN_SEQ_LEN`).
+   offloading keeps up to five (activations.OFFLOAD_STASH_TENSORS). The buffers are allocated
+   once, grown to a layer's input and kept for the step: ``UnslothCheckpointFunction.backward``
+   copies the offloaded input back into one of them and recomputes the layer from it, so the
+   three inputs' bytes stay beside the recomputed layer in the backward as well (and the last
+   layer's own input at its backward). Below 512 tokens it checkpoints without offloading
+   (:data:`OFFLOAD_MIN_SEQ_LEN`).
 
 6. **Expandable segments.** Importing Unsloth sets ``PYTORCH_CUDA_ALLOC_CONF`` to
    ``expandable_segments:True`` where the platform supports it (``unsloth_zoo/__init__.py``;
@@ -88,8 +92,9 @@ if TYPE_CHECKING:
 UNSLOTH: Final = "unsloth"
 
 CHECKPOINTS_ON_GPU: Final = 3
-"""Layer inputs Unsloth's checkpointing keeps on the GPU: its one or two GPU copy buffers and
-the last layer's input, which it never offloads (module docstring, point 5)."""
+"""Layer inputs Unsloth's checkpointing keeps on the GPU, in the forward and beside the
+recomputed layer in the backward: its one or two GPU copy buffers and the last layer's input,
+which it never offloads (module docstring, point 5)."""
 
 OFFLOAD_MIN_SEQ_LEN: Final = 512
 """Below this ``max_seq_length`` Unsloth checkpoints without offloading: "For seq < 512,
