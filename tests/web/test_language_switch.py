@@ -9,15 +9,19 @@ a plain ASCII path that resolves to our own host, whatever a browser does to it 
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import partial
 from urllib.parse import urljoin, urlsplit
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.config import load_settings
 from app.html.return_paths import MAX_RETURN_PATH_LENGTH
+from app.main import create_app
 from app.web.pages import HOME, safe_next
 from tests.security.catalogue import HOSTILE_RETURN_PATHS, RAW_HOSTILE_RETURN_QUERIES
 
@@ -40,22 +44,31 @@ def assert_same_origin_path(location: str) -> None:
     assert browser_resolves(location) == "shop.example", location
 
 
+@pytest.fixture(scope="module")
+def switch_app(database_url: str) -> FastAPI:
+    """One app per backend for this module's 124 cases: the switch reads neither the database
+    nor anything the app keeps (``switch_language``), so each case gets a client of its own
+    (no cookie carried over) on it instead of building and seeding a shop of its own."""
+    return create_app(load_settings(database_url=database_url))
+
+
 @pytest.fixture
-def switch(make_client: Callable[..., TestClient]) -> Callable[..., str]:
-    client = make_client()
+def switch(switch_app: FastAPI) -> Iterator[Callable[..., str]]:
+    with TestClient(switch_app, follow_redirects=False) as client:
+        yield partial(_follow, client)
 
-    def follow(next_value: str | None = None, raw_query: str | None = None) -> str:
-        if raw_query is not None:
-            response = client.get(f"/lang/en?{raw_query}")
-        else:
-            response = client.get("/lang/en", params={"next": next_value})
-        assert response.status_code == 303, response.text[:300]
-        assert "lang=en" in response.headers["set-cookie"]  # the switch itself still works
-        location: str = response.headers["location"]
-        assert_same_origin_path(location)
-        return location
 
-    return follow
+def _follow(client: TestClient, next_value: str | None = None,
+            raw_query: str | None = None) -> str:
+    if raw_query is not None:
+        response = client.get(f"/lang/en?{raw_query}")
+    else:
+        response = client.get("/lang/en", params={"next": next_value})
+    assert response.status_code == 303, response.text[:300]
+    assert "lang=en" in response.headers["set-cookie"]  # the switch itself still works
+    location: str = response.headers["location"]
+    assert_same_origin_path(location)
+    return location
 
 
 @pytest.mark.parametrize("target", HOSTILE_RETURN_PATHS, ids=ascii)
