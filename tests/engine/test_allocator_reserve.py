@@ -15,10 +15,8 @@ import statistics
 import pytest
 
 from app.engine import Job, estimate, overhead
-from app.engine.architectures.registry import parse_config
 from app.engine.fit import ReserveTerms
 from app.engine.job import GpuSpec
-from app.engine.step_model import step_model
 from tests.engine.reference import reference_shape as load_shape
 from tools.calibrate import h200
 from tools.calibrate.external import reserved
@@ -145,21 +143,9 @@ def test_the_second_step_rise_of_the_h200_full_fine_tunes_with_checkpointing() -
     found = {}
     for path in (h200.STEPS_PATH, h200.HELDOUT_PATH):
         for step in h200.ran(h200.load_steps(path))["cases"]:
-            if step["method"] != "full" or not step["ckpt"] or step.get("opt", "adamw") \
-                    != "adamw":
-                continue
-            config = json.loads((h200.CONFIGS / f"{step['model']}.json").read_text("utf-8"))
-            job = h200.job_for(step)
-            model = step_model(parse_config(config), job)
-            b, s = job.batch_size, job.seq_len
-            stranded = model.reserve.stranded(b, s)
-            stranding = max(m.live(b, s) + stranded for m in model.moments if m.strands)
-            first = max(stranding - model.reserve.first_step_absent,
-                        model.reserve.floor_static)
-            unit = b * s * config["vocab_size"]
-            engine = (model.reserve.second_step(stranding, b, s) - first) / unit
-            rise = (step["steps"][1]["reserved"] - step["steps"][0]["reserved"]) / unit
-            found[step["id"]] = (round(engine, 2), round(rise, 2))
+            if step["method"] == "full" and step["ckpt"] and step.get("opt", "adamw") == "adamw":
+                engine, rise = h200.second_step_rise(step)
+                found[step["id"]] = (round(engine, 2), round(rise, 2))
     assert len(found) == 7
     for step_id, (engine, rise) in found.items():
         assert engine >= rise - 0.05, (step_id, engine, rise)

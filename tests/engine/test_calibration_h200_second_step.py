@@ -9,12 +9,8 @@ they are strict xfails here. None is under-sized: that is held for every step.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from app.engine.architectures.registry import parse_config
-from app.engine.step_model import step_model
 from tools.calibrate import h200
 
 DATA = h200.load_steps(h200.SECOND_STEP_PATH)
@@ -55,17 +51,7 @@ def test_the_new_segments_are_the_measured_rise_or_more() -> None:
     on the others, never fewer."""
     exact = 0
     for step in DATA["cases"]:
-        config = json.loads((h200.CONFIGS / f"{step['model']}.json").read_text("utf-8"))
-        job = h200.job_for(step)
-        model = step_model(parse_config(config), job)
-        b, s = job.batch_size, job.seq_len
-        stranded = model.reserve.stranded(b, s)
-        stranding = max(m.live(b, s) + stranded for m in model.moments if m.strands)
-        first = max(stranding - model.reserve.first_step_absent, model.reserve.floor_static)
-        second = model.reserve.second_step(stranding, b, s)
-        unit = b * s * config["vocab_size"]
-        new = (second - first) / unit if second else 0.0
-        rise = (step["steps"][1]["reserved"] - step["steps"][0]["reserved"]) / unit
+        new, rise = h200.second_step_rise(step)
         assert new >= rise - 0.05, (step["id"], new, rise)
         exact += abs(new - rise) < 0.05
     assert exact == 4

@@ -42,6 +42,7 @@ from typing import Any
 from app.engine.architectures.registry import parse_config
 from app.engine.estimate import estimate
 from app.engine.job import Job
+from app.engine.step_model import step_model
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS_PATH = ROOT / "tests" / "fixtures" / "h200_steps" / "h200-steps.json"
@@ -154,6 +155,23 @@ def ran(data: Mapping[str, Any]) -> dict[str, Any]:
     kept with its error in the file)."""
     return {**data, "cases": [step for step in data["cases"]
                               if step.get("peak_alloc") and not step.get("error")]}
+
+
+def second_step_rise(step: Mapping[str, Any]) -> tuple[float, float]:
+    """The new segments the engine gives the second step's loss head (beyond the first step's
+    reserve) and the measured rise of reserved from the first step to the second, both in
+    bytes per token per vocabulary entry (overhead.py, "the second step's loss head")."""
+    config = json.loads((CONFIGS / f"{step['model']}.json").read_text(encoding="utf-8"))
+    job = job_for(step)
+    model = step_model(parse_config(config), job)
+    b, s = job.batch_size, job.seq_len
+    stranded = model.reserve.stranded(b, s)
+    stranding = max(m.live(b, s) + stranded for m in model.moments if m.strands)
+    first = max(stranding - model.reserve.first_step_absent, model.reserve.floor_static)
+    second = model.reserve.second_step(stranding, b, s)
+    unit = b * s * int(config["vocab_size"])
+    rise = int(step["steps"][1]["reserved"]) - int(step["steps"][0]["reserved"])
+    return (second - first) / unit if second else 0.0, rise / unit
 
 
 def foreign_context(step: Mapping[str, Any], data: Mapping[str, Any]) -> int:
