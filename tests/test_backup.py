@@ -4,7 +4,9 @@ PostgreSQL and from one to the other, and a bad backup writes nothing."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
 
 from app.catalog.seed import seed_database
 from app.cli import main as sizer
@@ -22,12 +25,12 @@ from tests.conftest import _postgres_base_url, _PostgresSchema
 
 
 @pytest.fixture
-def second_database_url(backend: str, tmp_path: Path) -> Iterator[str]:
+def second_database_url(backend: str, tmp_path: Path,
+                        sqlite_templates: SqliteTemplates) -> Iterator[str]:
     """Another empty database on the same backend, migrated to head."""
     if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'restored.db'}"
-        migrate.upgrade(url)
-        yield url
+        shutil.copy(sqlite_templates.migrated, tmp_path / "restored.db")
+        yield f"sqlite:///{tmp_path / 'restored.db'}"
         return
     schema = _PostgresSchema(_postgres_base_url())
     try:
@@ -37,11 +40,40 @@ def second_database_url(backend: str, tmp_path: Path) -> Iterator[str]:
         schema.drop()
 
 
+@dataclass(frozen=True)
+class SqliteTemplates:
+    """SQLite files made once for the module, copied for each test: one migrated to head, one
+    migrated and filled (``_fill``). A copy of a file is the same database as a new migration
+    of it; PostgreSQL cases migrate and fill a schema of their own each time."""
+
+    migrated: Path
+    filled: Path
+
+
+@pytest.fixture(scope="module")
+def sqlite_templates(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplates:
+    folder = tmp_path_factory.mktemp("backup-templates")
+    templates = SqliteTemplates(folder / "migrated.db", folder / "filled.db")
+    migrate.upgrade(f"sqlite:///{templates.migrated}")
+    shutil.copy(templates.migrated, templates.filled)
+    _fill(f"sqlite:///{templates.filled}")
+    return templates
+
+
 @pytest.fixture
-def filled_database_url(empty_database_url: str) -> str:
+def filled_database_url(empty_database_url: str, sqlite_templates: SqliteTemplates) -> str:
     """The seeded catalog plus a partner's quote request with a priced line."""
+    url = make_url(empty_database_url)
+    if url.get_backend_name() == "sqlite" and url.database:
+        shutil.copy(sqlite_templates.filled, url.database)
+        return empty_database_url
     migrate.upgrade(empty_database_url)
-    engine = make_engine(empty_database_url)
+    _fill(empty_database_url)
+    return empty_database_url
+
+
+def _fill(database_url: str) -> None:
+    engine = make_engine(database_url)
     try:
         with make_session_factory(engine).begin() as session:
             seed_database(session)
@@ -66,7 +98,6 @@ def filled_database_url(empty_database_url: str) -> str:
             ))
     finally:
         engine.dispose()
-    return empty_database_url
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, url: str, *args: str) -> int:
