@@ -58,6 +58,7 @@ from typing import Final
 
 from app.engine.architectures.deepseek import v4_cache
 from app.engine.architectures.gemma4 import GEMMA4_MODEL_TYPES, cache_layers
+from app.engine.architectures.granite_hybrid import granite_layer_kinds, granite_mamba_dims
 from app.engine.architectures.kit import (
     FIELD_BOUNDS,
     MAX_CONV_KERNEL,
@@ -66,6 +67,7 @@ from app.engine.architectures.kit import (
     MAX_LAYERS,
     MAX_POSITIONS,
     MAX_STATE_SIZE,
+    Config,
 )
 from app.engine.errors import EngineError
 from app.engine.shapes import ModelShape
@@ -315,6 +317,8 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
         return _mimo_layout(cfg)
     if config.get("model_type") == "deepseek_v4":
         return _deepseek_v4_layout(cfg)
+    if config.get("model_type") == "granitemoehybrid":
+        return _granite_hybrid_layout(config)
     if shape is not None:
         layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim
     else:
@@ -398,6 +402,27 @@ def _deepseek_v4_layout(cfg: _Reader) -> KvLayout:
             CompressedCache(cache.hca_layers, cache.hca_rate, cache.head_dim,
                             (cache.hca_rate - 1) * 2 * cache.head_dim),
         ))
+
+
+def _granite_hybrid_layout(config: Mapping[str, object]) -> KvLayout:
+    """Granite 4.0 H: its attention layers cache keys and values, its Mamba-2 layers (all of
+    them where ``layer_types`` is absent, the config class's default) hold one state per
+    request: heads x head width x state size, and a convolution over x, B and C of
+    ``mamba_d_conv`` - 1 tokens (vLLM ``MambaStateShapeCalculator``), sizes and defaults as
+    :mod:`app.engine.architectures.granite_hybrid` reads them."""
+    cfg = Config(config)
+    layers = cfg.integer("num_hidden_layers")
+    hidden = cfg.integer("hidden_size")
+    heads = cfg.integer("num_attention_heads")
+    mamba, attention = granite_layer_kinds(config.get("layer_types"), layers)
+    m_heads, m_head_dim, inner, state, groups, kernel = granite_mamba_dims(cfg, hidden)
+    return KvLayout(
+        full_layers=attention, sliding_layers=0, window=0, linear_layers=mamba,
+        kv_heads=cfg.integer("num_key_value_heads", default=heads),
+        head_dim=cfg.optional_int("head_dim") or hidden // heads,
+        state_elements=m_heads * m_head_dim * state + (kernel - 1) * (inner + 2 * groups * state)
+        if mamba else 0,
+    )
 
 
 def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:

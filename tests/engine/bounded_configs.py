@@ -109,6 +109,11 @@ FIELDS["deepseek_v4"] = (
     "index_n_heads", "index_head_dim", "n_routed_experts", "num_experts_per_tok",
     "moe_intermediate_size", "compress_rate_csa", "compress_rate_hca",
 )
+# app/engine/architectures/granite_hybrid.py: Mamba-2 sizes (mamba_d_head left "auto": it must
+# be the inner width over the heads), the shared MLP, the experts.
+FIELDS["granitemoehybrid"] = (*_COMMON, "mamba_n_heads", "mamba_d_state", "mamba_n_groups",
+                              "mamba_d_conv", "mamba_expand", "shared_intermediate_size",
+                              "num_local_experts", "num_experts_per_tok")
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:
@@ -142,6 +147,8 @@ ORDINARY: dict[str, int] = dict(
     index_n_heads=64, index_head_dim=128, index_topk_freq=1, index_skip_topk_offset=2,
     global_head_dim=512, hidden_size_per_layer_input=256, vocab_size_per_layer_input=262_144,
     top_k_experts=8, position_embedding_size=10_240, conv_kernel_size=5, output_proj_dims=1536,
+    mamba_n_heads=128, mamba_d_head=64, mamba_d_state=128, mamba_n_groups=1, mamba_d_conv=4,
+    mamba_expand=2, shared_intermediate_size=1536,
 )
 
 
@@ -192,6 +199,10 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
         config["hybrid_override_pattern"] = "M*-E"
     if model_type in ("gemma4", "gemma4_text"):
         _gemma4_switches(config, text)
+    if model_type == "granitemoehybrid":  # one attention layer, the rest Mamba-2
+        config["layer_types"] = ["mamba"] * (config["num_hidden_layers"] - 1) + ["attention"]
+        heads = config["mamba_n_heads"]  # dividing the inner width, as transformers demands
+        config["hidden_size"] = heads * max(1, config["hidden_size"] // heads)
     return config
 
 

@@ -123,6 +123,10 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "compress_rate_csa": MAX_COMPRESS_RATE, "compress_rate_hca": MAX_COMPRESS_RATE,
     "compress_rates.compressed_sparse_attention": MAX_COMPRESS_RATE,
     "compress_rates.heavily_compressed_attention": MAX_COMPRESS_RATE,
+    # granite_hybrid.py: Granite 4.0's Mamba-2 sizes and its shared MLP.
+    "mamba_n_heads": MAX_HEADS, "mamba_d_head": MAX_HEAD_DIM, "mamba_d_state": MAX_STATE_SIZE,
+    "mamba_n_groups": MAX_HEADS, "mamba_d_conv": MAX_CONV_KERNEL,
+    "mamba_expand": MAX_SMALL_FACTOR, "shared_intermediate_size": MAX_INTERMEDIATE_SIZE,
 }
 """Upper bound of every integer architecture field the engine reads.
 

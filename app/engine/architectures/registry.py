@@ -15,6 +15,7 @@ from app.engine.architectures import (
     gemma,
     gemma4,
     gpt,
+    granite_hybrid,
     hybrid,
     lfm2,
     llama,
@@ -38,6 +39,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
     "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
+    # granite_hybrid.py
+    "granitemoehybrid",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -92,4 +95,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "olmo3": lambda cfg: llama.olmo2(cfg, "olmo3"),
     **llama.NEWER_DENSE,
     "qwen3_vl": multimodal.qwen3_vl, "qwen3_vl_moe": multimodal.qwen3_vl_moe,
+    "granitemoehybrid": granite_hybrid.granitemoehybrid,
 }

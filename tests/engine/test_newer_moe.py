@@ -1,0 +1,78 @@
+"""Mixture-of-experts and hybrid families of 2025 releases the engine did not count (issue 29,
+point 5): Granite 4.0's hybrids (``granitemoehybrid``) went the approximate path as an unknown
+type.
+
+The truth is transformers and PEFT on the meta device (``expected_newer_moe.json``, written by
+``tools/newer_moe_counts.py``; its ``versions``: transformers 5.24.0, PEFT 0.21.2, torch
+2.13.0): each case's config (a config class's defaults, or a release's sizes as quoted in a
+public note, the rest the class's defaults; the tool names which) built with
+``AutoModelForCausalLM.from_config`` and counted, total, embedding, lm_head, norms and active
+parameters, then LoRA r16 ``all-linear`` as PEFT builds it (``lora_r16``) and one adapter per
+expert (``lora_r16_per_expert``, ``tools/moe_counts.py``'s convention)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.engine import parse_config
+from app.engine.architectures.approximate import shape_of
+from app.engine.serving_kv import kv_layout
+from app.engine.states import LoraSetup, lora_trainable_params
+
+EXPECTED: dict[str, Any] = json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+     / "expected_newer_moe.json").read_text())
+
+
+def test_the_counts_are_transformers_5_24_s() -> None:
+    assert EXPECTED["versions"]["transformers"] == "5.24.0"
+    assert EXPECTED["versions"]["peft"] == "0.21.2"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED["models"]))
+def test_parameters_equal_transformers(name: str) -> None:
+    case = EXPECTED["models"][name]
+    shape = shape_of(case["config"])
+    assert shape.approximation is None, name
+    assert shape.total_params == case["total"]
+    assert shape.split.embedding == case["embedding"]
+    assert shape.split.lm_head == case["lm_head"]
+    assert shape.split.norm == case["norm"]
+    assert shape.active_params == case["active"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED["models"]))
+def test_lora_r16_equals_peft_and_one_adapter_per_expert(name: str) -> None:
+    case = EXPECTED["models"][name]
+    shape = parse_config(case["config"])
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == case["lora_r16"]
+    per_expert = LoraSetup(rank=16, moe_lora="per-expert")
+    assert lora_trainable_params(shape, per_expert) == case["lora_r16_per_expert"]
+
+
+def test_granite_4_h_small_is_32_billion_with_9_billion_active() -> None:
+    shape = parse_config(EXPECTED["models"]["granite-4.0-h-small-sizes"]["config"])
+    assert shape.total_params == 32_207_337_984
+    assert shape.active_params == 8_803_121_664
+
+
+def test_granite_hybrid_caches_keys_in_its_attention_layers_only() -> None:
+    """36 Mamba-2 layers hold a fixed state per request (128 heads x 64 x 128 and a
+    3-token convolution over x, B and C), the 4 attention layers 8 kv heads of 128."""
+    config = EXPECTED["models"]["granite-4.0-h-small-sizes"]["config"]
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.linear_layers) == (4, 0, 36)
+    assert (layout.kv_heads, layout.head_dim) == (8, 128)
+    conv_width = 8192 + 2 * 1 * 128
+    assert layout.state_elements == 128 * 64 * 128 + 3 * conv_width
+
+
+def test_granite_hybrid_without_layer_types_is_all_mamba() -> None:
+    config = EXPECTED["models"]["granitemoehybrid-defaults"]["config"]
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.linear_layers) == (0, 32)
+    assert layout.state_elements == 128 * 64 * 256 + 3 * (8192 + 2 * 256)

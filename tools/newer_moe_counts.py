@@ -1,0 +1,125 @@
+"""Expected counts of the newer MoE and hybrid families, as transformers and PEFT build them.
+
+The companion of ``tools/moe_counts.py`` for configurations written here rather than copied
+from a release: each case below is a ``config.json`` as a release or transformers' own config
+class spells it (fields left out take the config class's defaults, as ``from_pretrained`` does).
+Every case is built on the meta device with ``AutoModelForCausalLM.from_config`` and counted as
+``tools/moe_counts.py`` counts (``total``, ``embedding``, ``lm_head``, ``norm``, ``active``,
+``lora_r16`` from PEFT's ``all-linear``, ``lora_r16_per_expert``); the config itself is stored
+beside its counts. ``active``: the experts' tensors scaled by the share of experts a token
+passes through, the config's ``num_experts_per_tok`` as transformers resolves it
+(``moe_k`` on ERNIE 4.5).
+
+Run it where the ``calibrate`` extra is installed (torch, transformers, peft)::
+
+    python -m tools.newer_moe_counts --out tests/fixtures/hf_configs/expected_newer_moe.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tools.moe_counts import LORA_RANK, _per_expert_lora, _unique_total
+
+GRANITE_4_H_SMALL_LAYERS = ["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"] \
+    + ["mamba"] * 9 + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 4
+
+CASES: dict[str, dict[str, Any]] = {
+    # GraniteMoeHybridConfig's defaults: 32 Mamba-2 layers, 8 experts (2 active), a shared MLP;
+    # the sizes every config names written out, the Mamba and MoE ones left to the class.
+    "granitemoehybrid-defaults": {
+        "model_type": "granitemoehybrid", "vocab_size": 32000, "hidden_size": 4096,
+        "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "max_position_embeddings": 2048,
+    },
+    # Granite-4.0-H-Small's sizes as a public sizing note quotes its config.json (36 Mamba-2 and
+    # 4 attention layers; where in the stack does not change a count), the rest class defaults.
+    "granite-4.0-h-small-sizes": {
+        "model_type": "granitemoehybrid", "hidden_size": 4096, "num_hidden_layers": 40,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 72,
+        "num_experts_per_tok": 10, "shared_intermediate_size": 1536, "intermediate_size": 768,
+        "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_expand": 2,
+        "tie_word_embeddings": True, "vocab_size": 100352,
+        "layer_types": GRANITE_4_H_SMALL_LAYERS,
+    },
+    # The dense hybrid (Granite 4.0 H-Micro's shape: no experts, the shared MLP alone), with
+    # biases on attention and the Mamba projections.
+    "granitemoehybrid-dense-biases": {
+        "model_type": "granitemoehybrid", "hidden_size": 2048, "num_hidden_layers": 8,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "num_local_experts": 0,
+        "shared_intermediate_size": 8192, "vocab_size": 100352, "mamba_n_heads": 64,
+        "mamba_d_state": 128, "attention_bias": True, "mamba_proj_bias": True,
+        "mamba_conv_bias": False, "tie_word_embeddings": True,
+        "layer_types": ["mamba", "mamba", "mamba", "attention"] * 2,
+    },
+}
+
+
+def counts(raw: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    fields = dict(raw)
+    config = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    embedding = model.get_input_embeddings().weight
+    tied = model.lm_head.weight is embedding
+    per_token = int(getattr(config, "num_experts_per_tok", 0) or 0)
+    inactive = 0
+    for name, module in model.named_modules():
+        if name.rsplit(".", 1)[-1] == "experts":
+            for param in module.parameters(recurse=False):
+                inactive += param.numel() * (param.shape[0] - per_token) // param.shape[0]
+    total = _unique_total(model)
+    result: dict[str, Any] = {
+        "config": raw,
+        "built_as": type(model).__name__,
+        "total": total,
+        "embedding": embedding.numel(),
+        "lm_head": 0 if tied else model.lm_head.weight.numel(),
+        "norm": sum(p.numel() for m in model.modules() if "Norm" in type(m).__name__
+                    for p in m.parameters(recurse=False)),
+        "active": total - inactive,
+        "lora_r16_per_expert": _per_expert_lora(model, config.hidden_size, LORA_RANK),
+    }
+    peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
+    result["lora_r16"] = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", nargs="*")
+    args = parser.parse_args(argv)
+
+    import peft
+    import torch
+    import transformers
+
+    existing = json.loads(args.out.read_text()) if args.out.exists() else {}
+    models = dict(existing.get("models", {}))
+    for name, raw in CASES.items():
+        if args.only and name not in args.only:
+            continue
+        models[name] = counts(raw)
+        print(name, {k: v for k, v in models[name].items() if k != "config"}, file=sys.stderr)
+    document = {
+        "about": "Written by tools/newer_moe_counts.py (see its docstring for each figure).",
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "peft": peft.__version__},
+        "lora": {"r": LORA_RANK, "target_modules": "all-linear"},
+        "models": dict(sorted(models.items())),
+    }
+    args.out.write_text(json.dumps(document, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
