@@ -18,7 +18,6 @@ weight copy, which autocast frees before the optimizer step) from being undercut
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,45 +82,26 @@ class ReserveTerms:
     head_blocks: tuple[int, ...] = ()
     """The loss head's segments per token, in the order it asks for them (second step)."""
 
-    def second_step(self, stranding: int, batch: int, seq: int, at_least: int = 0) -> int:
+    def second_step(self, stranding: int, batch: int, seq: int) -> int:
         """Reserved at the second step when the first one's loss head ran before the gradients
-        and optimizer states existed (overhead.py, "the second step's loss head"); 0 where it
-        cannot exceed ``at_least``.
+        and optimizer states existed (overhead.py, "the second step's loss head"); 0 without a
+        whole loss head.
 
         The first step reserves ``r1``: its strandings without the optimizer states, and at
-        least the states. What it then creates and keeps takes the smallest cached blocks that
-        fit (best fit): the blocks other than the loss head's first, then the loss head's
-        blocks from the smallest. The second step's loss head asks for its blocks again; each
-        one that no untouched block or the remainder of a filled one holds whole is a new
-        segment."""
+        least the states. The second step's loss head needs new segments for the blocks the
+        first step's kept tensors took: never more than the whole head, than what the states
+        and a whole head leave beyond ``r1`` plus the one block the kept tensors reach into,
+        or than the kept tensors themselves plus that block. Each bound grows with the tokens,
+        so the total does too (the searches rely on it)."""
         if not self.head_blocks:
             return 0
         tokens = batch * seq
         r1 = max(stranding - self.first_step_absent, self.floor_static)
-        head_bytes = tokens * sum(self.head_blocks)
-        other = r1 - (self.floor_static - self.first_step_created) - head_bytes
-        if other >= self.first_step_created or r1 + head_bytes <= at_least:
-            return 0  # nothing spilled (r1 is within the strandings or the states), or less
-        spill = self.first_step_created - max(0, other)
-        free: list[int] = []  # ascending
-        for per_token in sorted(self.head_blocks):
-            block = tokens * per_token
-            if block > spill:
-                free.append(block - spill)
-            spill = max(0, spill - block)
-        free.sort()
-        new = 0
-        for per_token in self.head_blocks:
-            block = tokens * per_token
-            for index, piece in enumerate(free):
-                if piece >= block:
-                    del free[index]
-                    if piece > block:
-                        bisect.insort(free, piece - block)
-                    break
-            else:
-                new += block
-        return r1 + new
+        head = tokens * sum(self.head_blocks)
+        largest = tokens * max(self.head_blocks)
+        created = self.first_step_created
+        return max(r1, min(r1 + head, self.floor_static + head + largest,
+                           r1 + created + min(created, largest)))
 
     def stranded(self, batch: int, seq: int) -> int:
         tokens = batch * seq
@@ -131,9 +111,9 @@ class ReserveTerms:
                  seq: int) -> int:
         """``max_memory_reserved`` for a step whose allocated peak is ``allocated`` and whose
         largest live bytes plus stranded blocks, over the moments that strand, ``stranding``."""
-        reserved = max(allocated + math.ceil(dynamic * self.fraction), stranding,
-                       self.floor_static + batch * seq * self.floor_per_token)
-        return max(reserved, self.second_step(stranding, batch, seq, reserved))
+        return max(allocated + math.ceil(dynamic * self.fraction), stranding,
+                   self.floor_static + batch * seq * self.floor_per_token,
+                   self.second_step(stranding, batch, seq))
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,22 +58,23 @@ real GPU"):
 * **the second step's loss head** (``ReserveTerms.second_step``). The floor takes the states
   as the first step's reserve; where the first step's loss head peaked above them (a small
   model: weights, checkpoints and a loss head over a 128k vocabulary, no optimizer states
-  yet) its segments stay reserved, and the second step's loss head is added on top of them.
-  Which of its blocks need new segments follows from best fit: the gradients and optimizer
-  states the first step creates after its loss head take the smallest cached blocks that fit,
-  first the blocks other than the loss head's, then the loss head's from the smallest. The
-  loss head asks for :data:`LOSS_HEAD_SEGMENTS_BYTES_PER_VOCAB` (2, 4, 4, 4 bytes per token
-  per entry: the bf16 logits, ``logits.float()``, the log-softmax's output, and in the
+  yet) its segments stay reserved, and the second step's loss head comes on top of them.
+  The loss head asks for :data:`LOSS_HEAD_SEGMENTS_BYTES_PER_VOCAB` (2, 4, 4, 4 bytes per
+  token per entry: the bf16 logits, ``logits.float()``, the log-softmax's output, and in the
   backward the log-softmax's input gradient; the loss's gradient of the log-softmax output
-  takes the freed copy's block); a block that no untouched block or the remainder of a
-  filled one holds whole is a new segment (requests over 1 MiB are served from the large pool
-  by the smallest free block that fits, split; a block never spans two segments). Measured
-  on the seven H200 full fine-tunes with checkpointing and fused AdamW, the rise from the
-  first step to the second was 4 (Llama 3.1 8B), 12, 12 and 12 (Llama 3.2 1B and 3B in amp),
-  14, 4 and 4 bytes per token per entry; the model gives the same on four and 14 on the
-  other three (it does not count the gradients'
-  blocks, which ``zero_grad(set_to_none=True)`` frees before the second forward and where a
-  block can fit), so it can over-size by up to 10 and never under-sizes there.
+  takes the freed copy's block). The gradients and optimizer states the first step creates
+  after its loss head take the smallest cached blocks that fit (best fit over the large
+  pool, blocks split, never merged across segments): the other cached blocks first, then the
+  loss head's from the smallest, and each block they reach into is lost to the second loss
+  head whole. Which blocks that is jumps with the tokens, and a total that falls as the batch
+  grows would mislead the searches, so the engine takes a bound that grows with them: new
+  segments for no more than the whole head, than the states plus a whole head plus one (the
+  largest) block beyond the first step's reserve, and than the kept tensors plus that block.
+  Measured on the seven H200 full fine-tunes with checkpointing and fused AdamW, the rise
+  from the first step to the second was 4 (Llama 3.1 8B), 12, 12 and 12 (Llama 3.2 1B and
+  3B in amp), 14, 4 and 4 bytes per token per entry; the bound gives 14, 14, 14, 14, 14,
+  5.5 and 4.7: never fewer, up to 10 more (the blocks ``zero_grad(set_to_none=True)`` frees
+  before the second forward are not followed).
 * runs sharded by PyTorch FSDP keep the earlier fit: FSDP gathers layers on its own CUDA
   stream, and a block cached in one stream's pool is not reused by another. The same
   fms-acceleration A100-80GB benchmark's 22 two-GPU FSDP runs, Answer.AI's two FSDP LoRA runs
