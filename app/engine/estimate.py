@@ -20,7 +20,13 @@ from app.engine.checkpointing import Checkpointing, as_set
 from app.engine.fit import StepModel, StepTotals
 from app.engine.job import GpuSpec, Job, headroom_bytes, validate
 from app.engine.job_speed import speed_job
-from app.engine.levers import Lever, fewest_cards_zero3, lever_options, levers_for
+from app.engine.levers import (
+    Lever,
+    fewest_cards_zero3,
+    lever_options,
+    lever_pairs,
+    levers_for,
+)
 from app.engine.shapes import ModelShape
 from app.engine.speed import AttentionLayers, StepWork, Training, step_work, training
 from app.engine.states import ACCOUNTINGS, ModelStates
@@ -251,13 +257,14 @@ def _levers(models: StepModels, job: Job, gpus: Sequence[GpuSpec],
     levers: list[Lever] = []
     if not all(fit.fits for fit in fits):
         options = lever_options(job)
+        pairs = lever_pairs(job, options)
         by_memory: dict[int, list[Lever]] = {}  # a card's levers depend on its memory alone
         for fit, gpu in zip(fits, gpus, strict=True):
             if fit.fits:
                 continue
             found = by_memory.get(gpu.usable_bytes)
             if found is None:
-                found = by_memory[gpu.usable_bytes] = levers_for(models, job, gpu, options)
+                found = by_memory[gpu.usable_bytes] = levers_for(models, job, gpu, options, pairs)
             levers.extend(dataclasses.replace(lever, gpu=gpu.slug, change=dict(lever.change))
                           for lever in found)
     return tuple(levers)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Final
 
 from app.engine import framework_litgpt as litgpt
 from app.engine.activations import ATTENTIONS, LOSS_HEADS, Attention, LossHead
@@ -163,6 +165,30 @@ class Job:
     @property
     def effective_quant(self) -> Quant:
         return self.quant or "nf4-dq"
+
+
+JOB_FIELDS: Final = tuple(field.name for field in fields(Job))
+"""The job's settings, in the order ``Job`` declares them."""
+_settings: Final = attrgetter(*JOB_FIELDS)
+_NAMES: Final = frozenset(JOB_FIELDS)
+
+
+def with_changes(job: Job, **changes: object) -> Job:
+    """``dataclasses.replace(job, **changes)`` at about a third of its cost: a sizing makes a
+    few hundred variants of one job (levers, setups, ZeRO-3 over n cards), and the generic
+    ``replace`` looks up every field's kind on each call. ``Job`` has no ``__post_init__``
+    and no field outside ``__init__``, so copying the settings and setting the changed ones
+    builds the same job (equal, same hash); an unknown name is a ``TypeError`` as in
+    ``replace``."""
+    if not _NAMES.issuperset(changes):
+        unknown = ", ".join(sorted(set(changes) - _NAMES))
+        raise TypeError(f"Job has no setting {unknown}")
+    new = object.__new__(Job)
+    for name, value in zip(JOB_FIELDS, _settings(job), strict=True):
+        object.__setattr__(new, name, value)
+    for name, value in changes.items():
+        object.__setattr__(new, name, value)
+    return new
 
 
 def validate(shape: ModelShape, job: Job) -> None:

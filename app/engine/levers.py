@@ -3,14 +3,12 @@ fit a card it does not fit as set, each with its price in speed."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engine.fit import StepModel
-from app.engine.job import GpuSpec, Job, headroom_bytes
+from app.engine.job import GpuSpec, Job, headroom_bytes, with_changes
 from app.engine.monotone import first_true
 from app.engine.step_model import StepModels
 
@@ -51,7 +49,7 @@ def fewest_cards_zero3(models: StepModels, job: Job, usable_bytes: int,
 
     Per-GPU bytes fall as cards are added, so the answer is found by bisection."""
     def fits(n: int) -> bool:
-        return models.sharded(job, n).fits(usable_bytes, job.batch_size, job.seq_len)
+        return models.total_bytes(models.sharded_job(job, n)) <= usable_bytes
 
     if fits(1):
         return 1
@@ -87,25 +85,41 @@ def lever_options(job: Job) -> list[_LeverOption]:
         options.append(("qlora", {"method": "qlora"}, QLORA_SPEED))
     if job.offload == "none":
         options.append(("offload_optimizer", {"offload": "optimizer"}, OFFLOAD_SPEED))
-    return [
-        _LeverOption(name, change, speed, dataclasses.replace(job, **change))  # type: ignore[arg-type]
-        for name, change, speed in options
-    ]
+    return [_LeverOption(name, change, speed, with_changes(job, **change))
+            for name, change, speed in options]
+
+
+def lever_pairs(job: Job, options: Sequence[_LeverOption]) -> list[_LeverOption]:
+    """Every two of ``options`` that change different settings, in :func:`lever_options`'
+    order: made once per job, then held against each card's memory."""
+    pairs: list[_LeverOption] = []
+    for first, second in itertools.combinations(options, 2):
+        if first.change.keys() & second.change.keys():
+            continue
+        change = {**first.change, **second.change}
+        pairs.append(_LeverOption(f"{first.name}+{second.name}", change,
+                                  f"{first.speed}; {second.speed}",
+                                  with_changes(job, **change)))
+    return pairs
 
 
 def levers_for(
-    models: StepModels, job: Job, gpu: GpuSpec, options: Sequence[_LeverOption]
+    models: StepModels, job: Job, gpu: GpuSpec, options: Sequence[_LeverOption],
+    pairs: Sequence[_LeverOption] | None = None,
 ) -> list[Lever]:
     """Changes that make the job fit this card with :func:`headroom_bytes` to spare: single
-    changes cheapest in speed first, then pairs of them, then ZeRO-3 over at most
-    :data:`LEVER_MAX_CARDS` cards (alone, then with one change). A change that leaves less
-    than the headroom free is no advice and is left out."""
+    changes cheapest in speed first, then pairs of them (``pairs``: :func:`lever_pairs` of
+    ``options``, made here when not given), then ZeRO-3 over at most :data:`LEVER_MAX_CARDS`
+    cards (alone, then with one change). A change that leaves less than the headroom free is
+    no advice and is left out. A change's memory is the same on every card (it is asked of
+    ``models`` once), except for a smaller micro-batch, which is the largest that fits."""
     usable = gpu.usable_bytes
     room = usable - headroom_bytes(usable)
     found: list[Lever] = []
 
-    def attempt(name: str, change: dict[str, object], speed: str, model: StepModel) -> None:
+    def attempt(name: str, change: dict[str, object], speed: str, variant: Job) -> None:
         if "gradient_accumulation" in change:
+            model = models.get(variant)
             batch = model.max_batch_size(room, job.seq_len)
             if batch < 1:
                 return
@@ -113,29 +127,23 @@ def levers_for(
                       "gradient_accumulation": math.ceil(job.batch_size / batch)}
             total = model.total_bytes(batch, job.seq_len)
         else:
-            total = model.total_bytes(job.batch_size, job.seq_len)
+            total = models.total_bytes(variant)
         if total <= room:
             found.append(Lever(gpu.slug, name, change, total, usable - total, speed))
 
-    for option in options:
-        attempt(option.name, option.change, option.speed, models.get(option.job))
-    for first, second in itertools.combinations(options, 2):
-        if first.change.keys() & second.change.keys():
-            continue
-        change = {**first.change, **second.change}
-        variant = dataclasses.replace(job, **change)  # type: ignore[arg-type]
-        attempt(f"{first.name}+{second.name}", change, f"{first.speed}; {second.speed}",
-                models.get(variant))
+    for option in [*options, *(lever_pairs(job, options) if pairs is None else pairs)]:
+        attempt(option.name, option.change, option.speed, option.job)
     cards = fewest_cards_zero3(models, job, room, limit=LEVER_MAX_CARDS)
     if cards is not None and cards > 1:
         attempt("shard_zero3", {"gpus": cards, "sharding": "zero3"}, SHARDING_SPEED,
-                models.sharded(job, cards))
+                models.sharded_job(job, cards))
     elif cards is None:
         for option in options:
             cards = fewest_cards_zero3(models, option.job, room, limit=LEVER_MAX_CARDS)
             if cards is not None and cards > 1:
                 attempt(f"{option.name}+shard_zero3",
                         {**option.change, "gpus": cards, "sharding": "zero3"},
-                        f"{option.speed}; {SHARDING_SPEED}", models.sharded(option.job, cards))
+                        f"{option.speed}; {SHARDING_SPEED}",
+                        models.sharded_job(option.job, cards))
                 break
     return found

@@ -22,14 +22,13 @@ earliest in the order above: every fitting setup of fewer changes is found befor
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import Final
 
 from app.engine import framework_litgpt as litgpt
 from app.engine.estimate import Setup
-from app.engine.job import GpuSpec, Job
+from app.engine.job import GpuSpec, Job, with_changes
 from app.engine.job_speed import job_training
 from app.engine.shapes import ModelShape
 from app.engine.speed import AttentionLayers
@@ -80,21 +79,33 @@ def attempt(models: StepModels, job: Job, gpu: GpuSpec, levers: Sequence[str]
     divides the effective batch and fits, and the accumulation that keeps the effective batch
     (each held with its own accumulation: a step can hold a previous micro-step's tensors)."""
     changes = _changes(levers)
-    changed = dataclasses.replace(job, **changes)  # type: ignore[arg-type]
+    changed = with_changes(job, **changes)
     usable = gpu.usable_bytes
     if "micro_batch" not in levers:
-        total = models.get(changed).total_bytes(changed.batch_size, changed.seq_len)
+        total = models.total_bytes(changed)
         return (changed, changes, total) if total <= usable else None
     effective = job.batch_size * job.gradient_accumulation
     for batch in range(job.batch_size - 1, 0, -1):
         if effective % batch:
             continue
-        smaller = dataclasses.replace(changed, batch_size=batch,
-                                      gradient_accumulation=effective // batch)
-        total = models.get(smaller).total_bytes(batch, smaller.seq_len)
+        smaller = with_changes(changed, batch_size=batch,
+                               gradient_accumulation=effective // batch)
+        total = models.total_bytes(smaller)
         if total <= usable:
             return smaller, {**changes, "batch_size": batch,
                              "gradient_accumulation": effective // batch}, total
+    return None
+
+
+def cheapest_change(models: StepModels, job: Job, gpu: GpuSpec, allowed: Sequence[str]
+                    ) -> tuple[Job, dict[str, object], int] | None:
+    """What :func:`cheapest_setup` settles on before the speed: the job changed, its changes
+    and its memory per GPU (None when nothing fits). It depends on the card's memory alone, so
+    a caller may share it between cards of one size."""
+    for combination in combinations(applicable(job, allowed)):
+        found = attempt(models, job, gpu, combination)
+        if found is not None:
+            return found
     return None
 
 
@@ -108,10 +119,15 @@ def cheapest_setup(shape: ModelShape, job: Job, gpu: GpuSpec, allowed: Sequence[
     fp32 after PEFT's prepare), so all of them together failing proves nothing."""
     built = litgpt.as_built(shape, job.framework)
     models = models or StepModels(built)
-    for combination in combinations(applicable(job, allowed)):
-        found = attempt(models, job, gpu, combination)
-        if found is not None:
-            changed, changes, total = found
-            return Setup(changes=changes, total_bytes=total,
-                         training=job_training(built, changed, gpu, layers))
-    return None
+    return setup_on(built, cheapest_change(models, job, gpu, allowed), gpu, layers)
+
+
+def setup_on(built: ModelShape, found: tuple[Job, dict[str, object], int] | None,
+             gpu: GpuSpec, layers: AttentionLayers | None) -> Setup | None:
+    """The setup :func:`cheapest_change` found, with its speed on ``gpu`` (``built``: the
+    shape as the job's framework builds it)."""
+    if found is None:
+        return None
+    changed, changes, total = found
+    return Setup(changes=dict(changes), total_bytes=total,
+                 training=job_training(built, changed, gpu, layers))

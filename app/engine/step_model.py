@@ -470,6 +470,7 @@ class StepModels:
         self.shape = shape
         self._cache: dict[Job, StepModel] = {}
         self._sharded: dict[tuple[Job, int], Job] = {}
+        self._totals: dict[Job, int] = {}
 
     def get(self, job: Job) -> StepModel:
         model = self._cache.get(job)
@@ -477,13 +478,25 @@ class StepModels:
             model = self._cache[job] = step_model(self.shape, job)
         return model
 
-    def sharded(self, job: Job, gpus: int) -> StepModel:
+    def total_bytes(self, job: Job) -> int:
+        """The job's memory per GPU at its own micro-batch and sequence: what every search
+        holds against a card, the same for every card (only the card's side differs)."""
+        total = self._totals.get(job)
+        if total is None:
+            total = self._totals[job] = self.get(job).total_bytes(job.batch_size, job.seq_len)
+        return total
+
+    def sharded_job(self, job: Job, gpus: int) -> Job:
         """The job spread over ``gpus`` cards with ZeRO-3 (one card: no sharding)."""
         key = (job, gpus)
         variant = self._sharded.get(key)
         if variant is None:
             variant = self._sharded[key] = _sharded(job, gpus)
-        return self.get(variant)
+        return variant
+
+    def sharded(self, job: Job, gpus: int) -> StepModel:
+        """The step model of :meth:`sharded_job`."""
+        return self.get(self.sharded_job(job, gpus))
 
 
 def loss_head_rate(profile: ActivationProfile, moment: Literal["forward", "backward"],

@@ -29,7 +29,7 @@ from app.engine.checkpointing import Checkpointing, CheckpointingSetting
 from app.engine.estimate import CardFit, Setup
 from app.engine.framework_litgpt import as_built
 from app.engine.precision import BnbVersion, bnb_saves_inputs
-from app.engine.setup import cheapest_setup
+from app.engine.setup import cheapest_change, setup_on
 from app.engine.sharding import ShardingImpl, checked_impl
 from app.engine.speed import AttentionLayers, Training, config_attention_layers
 from app.engine.step_model import StepModels
@@ -387,6 +387,9 @@ class _Sizer:
     chosen: Checkpointing
     allowed: tuple[str, ...]
     models: StepModels
+    changes: dict[tuple[Job, int], tuple[Job, dict[str, object], int] | None] = field(
+        default_factory=dict)
+    """The setups' searches by job and memory size (:meth:`setup`)."""
 
     @classmethod
     def of(cls, catalog: Catalog, request: EstimateRequest) -> _Sizer:
@@ -396,9 +399,12 @@ class _Sizer:
                    StepModels(as_built(shape, job.framework)))
 
     def setup(self, job: Job, spec: GpuSpec) -> Setup | None:
-        """The cheapest setup that makes ``job`` fit ``spec`` (``app/engine/setup.py``)."""
-        return cheapest_setup(self.shape, job, spec, self.allowed, layers=self.layers,
-                              models=self.models)
+        """The cheapest setup that makes ``job`` fit ``spec`` (``app/engine/setup.py``); the
+        search is made once per job and memory size in this sizing, the speed per card."""
+        key = (job, spec.usable_bytes)
+        if key not in self.changes:
+            self.changes[key] = cheapest_change(self.models, job, spec, self.allowed)
+        return setup_on(self.models.shape, self.changes[key], spec, self.layers)
 
     def systems(self, catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
         """Every system (:func:`system_rows`), one engine call per card count."""
