@@ -56,6 +56,25 @@ CASES: dict[str, dict[str, Any]] = {
         "mamba_conv_bias": False, "tie_word_embeddings": True,
         "layer_types": ["mamba", "mamba", "mamba", "attention"] * 2,
     },
+    # Ernie4_5_MoeConfig's defaults are ERNIE-4.5-21B-A3B's (64 experts, 6 active, 2 shared,
+    # layer 0 dense), the sizes as a public port quotes that release's config.json.
+    "ernie-4.5-21b-a3b": {
+        "model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+        "max_position_embeddings": 131072, "num_attention_heads": 20, "num_key_value_heads": 4,
+        "num_hidden_layers": 28, "vocab_size": 103424, "use_bias": False,
+        "tie_word_embeddings": True, "moe_num_experts": 64, "moe_layer_start_index": 1,
+        "moe_intermediate_size": 1536, "moe_k": 6, "moe_num_shared_experts": 2,
+    },
+    # Biases everywhere (lm_head's too), untied, experts every second layer from 2 to 9, and
+    # no shared expert.
+    "ernie4_5_moe-biases-interval": {
+        "model_type": "ernie4_5_moe", "hidden_size": 1024, "intermediate_size": 3072,
+        "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 128,
+        "num_hidden_layers": 12, "vocab_size": 103424, "use_bias": True,
+        "tie_word_embeddings": False, "moe_num_experts": 16, "moe_k": 4,
+        "moe_intermediate_size": 512, "moe_num_shared_experts": 0,
+        "moe_layer_start_index": 2, "moe_layer_end_index": 9, "moe_layer_interval": 2,
+    },
 }
 
 

@@ -114,6 +114,10 @@ FIELDS["deepseek_v4"] = (
 FIELDS["granitemoehybrid"] = (*_COMMON, "mamba_n_heads", "mamba_d_state", "mamba_n_groups",
                               "mamba_d_conv", "mamba_expand", "shared_intermediate_size",
                               "num_local_experts", "num_experts_per_tok")
+# app/engine/architectures/ernie.py: ERNIE 4.5's expert names and layer schedule.
+FIELDS["ernie4_5_moe"] = (*_COMMON, "moe_num_experts", "moe_k", "moe_intermediate_size",
+                          "moe_num_shared_experts", "moe_layer_start_index",
+                          "moe_layer_end_index", "moe_layer_interval")
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:
@@ -149,6 +153,8 @@ ORDINARY: dict[str, int] = dict(
     top_k_experts=8, position_embedding_size=10_240, conv_kernel_size=5, output_proj_dims=1536,
     mamba_n_heads=128, mamba_d_head=64, mamba_d_state=128, mamba_n_groups=1, mamba_d_conv=4,
     mamba_expand=2, shared_intermediate_size=1536,
+    moe_num_experts=64, moe_k=6, moe_num_shared_experts=2, moe_layer_start_index=1,
+    moe_layer_end_index=47, moe_layer_interval=1,
 )
 
 
@@ -199,6 +205,8 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
         config["hybrid_override_pattern"] = "M*-E"
     if model_type in ("gemma4", "gemma4_text"):
         _gemma4_switches(config, text)
+    if model_type == "ernie4_5_moe":
+        config["moe_k"] = min(config["moe_k"], config["moe_num_experts"])
     if model_type == "granitemoehybrid":  # one attention layer, the rest Mamba-2
         config["layer_types"] = ["mamba"] * (config["num_hidden_layers"] - 1) + ["attention"]
         heads = config["mamba_n_heads"]  # dividing the inner width, as transformers demands

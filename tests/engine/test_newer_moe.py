@@ -1,6 +1,6 @@
 """Mixture-of-experts and hybrid families of 2025 releases the engine did not count (issue 29,
-point 5): Granite 4.0's hybrids (``granitemoehybrid``) went the approximate path as an unknown
-type.
+point 5): Granite 4.0's hybrids (``granitemoehybrid``) and ERNIE 4.5's mixture of experts
+(``ernie4_5_moe``) went the approximate path as unknown types.
 
 The truth is transformers and PEFT on the meta device (``expected_newer_moe.json``, written by
 ``tools/newer_moe_counts.py``; its ``versions``: transformers 5.24.0, PEFT 0.21.2, torch
@@ -76,3 +76,35 @@ def test_granite_hybrid_without_layer_types_is_all_mamba() -> None:
     layout = kv_layout(config, parse_config(config))
     assert (layout.full_layers, layout.linear_layers) == (0, 32)
     assert layout.state_elements == 128 * 64 * 256 + 3 * (8192 + 2 * 256)
+
+
+def test_ernie_4_5_21b_is_21_8_billion_with_3_4_billion_active() -> None:
+    shape = parse_config(EXPECTED["models"]["ernie-4.5-21b-a3b"]["config"])
+    assert shape.total_params == 21_825_437_888
+    assert shape.active_params == 3_352_150_208
+
+
+@pytest.mark.parametrize(
+    ("schedule", "sparse"),
+    [({}, 27), ({"moe_layer_start_index": 0}, 28), ({"moe_layer_end_index": 13}, 13),
+     ({"moe_layer_interval": 2}, 14), ({"moe_layer_interval": 3, "moe_layer_start_index": 4}, 8),
+     ({"moe_layer_start_index": 20, "moe_layer_end_index": 10}, 0)],
+)
+def test_ernie_experts_sit_where_transformers_puts_them(schedule: dict[str, int],
+                                                        sparse: int) -> None:
+    """``Ernie4_5_MoeDecoderLayer``: layer i routes when (i + 1) % interval == 0 and start <= i
+    <= end; counted here layer by layer against the closed form."""
+    config = EXPECTED["models"]["ernie-4.5-21b-a3b"]["config"] | schedule
+    start = schedule.get("moe_layer_start_index", 1)
+    end = schedule.get("moe_layer_end_index", 27)
+    interval = schedule.get("moe_layer_interval", 1)
+    rule = sum(1 for i in range(28) if (i + 1) % interval == 0 and start <= i <= end)
+    assert rule == sparse
+    routers = [s.layers for s in parse_config(config).linears if s.role == "router"]
+    assert sum(routers) == sparse
+
+
+def test_ernie_caches_every_layer_at_its_kv_heads() -> None:
+    config = EXPECTED["models"]["ernie-4.5-21b-a3b"]["config"]
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.kv_heads, layout.head_dim) == (28, 4, 128)

@@ -127,6 +127,10 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "mamba_n_heads": MAX_HEADS, "mamba_d_head": MAX_HEAD_DIM, "mamba_d_state": MAX_STATE_SIZE,
     "mamba_n_groups": MAX_HEADS, "mamba_d_conv": MAX_CONV_KERNEL,
     "mamba_expand": MAX_SMALL_FACTOR, "shared_intermediate_size": MAX_INTERMEDIATE_SIZE,
+    # ernie.py: ERNIE 4.5's expert names and layer schedule.
+    "moe_num_experts": MAX_EXPERTS, "moe_k": MAX_EXPERTS, "moe_num_shared_experts": MAX_EXPERTS,
+    "moe_layer_start_index": MAX_LAYERS, "moe_layer_end_index": MAX_LAYERS,
+    "moe_layer_interval": MAX_LAYERS,
 }
 """Upper bound of every integer architecture field the engine reads.
 

@@ -118,10 +118,13 @@ def swiglu_mlp(hidden: int, width: int, layers: int, *, target: bool) -> list[Li
 def moe_shape(
     cfg: Config, *, model_type: str, att: Attention, layers: int, intermediate: int,
     linears: list[LinearSpec], norm: int, other: int, moe: Moe, qk_norm: bool = False,
-    mask_kinds: int = 1, tower: int = 0,
+    mask_kinds: int = 1, tower: int = 0, tied: bool | None = None,
 ) -> ModelShape:
+    """The shape of a MoE decoder; ``tied``: the config's ``tie_word_embeddings``, False where
+    it names none unless the family's config class ties by default (ERNIE 4.5)."""
     vocab = cfg.integer("vocab_size")
-    tied = cfg.flag("tie_word_embeddings", False)
+    if tied is None:
+        tied = cfg.flag("tie_word_embeddings", False)
     split = ParamSplit(
         linear=sum(spec.weight_params for spec in linears),
         embedding=vocab * att.hidden,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from app.engine.architectures import (
     deepseek,
+    ernie,
     gemma,
     gemma4,
     gpt,
@@ -39,8 +40,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
     "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
-    # granite_hybrid.py
-    "granitemoehybrid",
+    # granite_hybrid.py, ernie.py
+    "granitemoehybrid", "ernie4_5_moe",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -95,5 +96,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "olmo3": lambda cfg: llama.olmo2(cfg, "olmo3"),
     **llama.NEWER_DENSE,
     "qwen3_vl": multimodal.qwen3_vl, "qwen3_vl_moe": multimodal.qwen3_vl_moe,
-    "granitemoehybrid": granite_hybrid.granitemoehybrid,
+    "granitemoehybrid": granite_hybrid.granitemoehybrid, "ernie4_5_moe": ernie.ernie4_5_moe,
 }
