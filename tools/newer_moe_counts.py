@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tools.model_counts import MAMBA_REFUSED
 from tools.moe_counts import LORA_RANK, _per_expert_lora, _unique_total
 
 GRANITE_4_H_SMALL_LAYERS = ["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"] \
@@ -64,6 +65,22 @@ CASES: dict[str, dict[str, Any]] = {
         "num_hidden_layers": 28, "vocab_size": 103424, "use_bias": False,
         "tie_word_embeddings": True, "moe_num_experts": 64, "moe_layer_start_index": 1,
         "moe_intermediate_size": 1536, "moe_k": 6, "moe_num_shared_experts": 2,
+    },
+    # FalconH1Config's defaults (a 32-layer parallel hybrid: attention, Mamba-2 and a SwiGLU MLP
+    # in every layer; the Mamba inner width mamba_d_ssm 1024), the sizes written out.
+    "falcon_h1-defaults": {
+        "model_type": "falcon_h1", "vocab_size": 128000, "hidden_size": 4096,
+        "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "max_position_embeddings": 8192,
+    },
+    # The Mamba width from mamba_expand (mamba_d_ssm null), its gated RMSNorm, biases, tied.
+    "falcon_h1-norm-biases": {
+        "model_type": "falcon_h1", "vocab_size": 65536, "hidden_size": 1024,
+        "intermediate_size": 2048, "num_hidden_layers": 6, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "head_dim": 64, "mamba_d_ssm": None, "mamba_n_heads": 32,
+        "mamba_d_head": 64, "mamba_n_groups": 2, "mamba_d_state": 128, "mamba_rms_norm": True,
+        "attention_bias": True, "mlp_bias": True, "mamba_proj_bias": True,
+        "projectors_bias": True, "mamba_conv_bias": False, "tie_word_embeddings": True,
     },
     # Biases everywhere (lm_head's too), untied, experts every second layer from 2 to 9, and
     # no shared expert.
@@ -107,7 +124,17 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         "active": total - inactive,
         "lora_r16_per_expert": _per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
-    peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
+    try:
+        peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
+    except ValueError as refusal:  # PEFT refuses "all-linear" on Mamba models (falcon_h1)
+        if "incompatible with Mamba" not in str(refusal):
+            raise
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                 if isinstance(m, torch.nn.Linear)} - {"lm_head", *MAMBA_REFUSED}
+        result["lora_note"] = f"all-linear refused by PEFT; target_modules={sorted(names)}"
+        peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules=sorted(names)))
     result["lora_r16"] = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     return result
 

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from app.engine.architectures.deepseek import v4_cache
+from app.engine.architectures.falcon_h1 import falcon_h1_inner
 from app.engine.architectures.gemma4 import GEMMA4_MODEL_TYPES, cache_layers
 from app.engine.architectures.granite_hybrid import granite_layer_kinds, granite_mamba_dims
 from app.engine.architectures.kit import (
@@ -68,6 +69,7 @@ from app.engine.architectures.kit import (
     MAX_POSITIONS,
     MAX_STATE_SIZE,
     Config,
+    attention_dims,
 )
 from app.engine.errors import EngineError
 from app.engine.shapes import ModelShape
@@ -319,6 +321,8 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
         return _deepseek_v4_layout(cfg)
     if config.get("model_type") == "granitemoehybrid":
         return _granite_hybrid_layout(config)
+    if config.get("model_type") == "falcon_h1":
+        return _falcon_h1_layout(config)
     if shape is not None:
         layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim
     else:
@@ -422,6 +426,23 @@ def _granite_hybrid_layout(config: Mapping[str, object]) -> KvLayout:
         head_dim=cfg.optional_int("head_dim") or hidden // heads,
         state_elements=m_heads * m_head_dim * state + (kernel - 1) * (inner + 2 * groups * state)
         if mamba else 0,
+    )
+
+
+def _falcon_h1_layout(config: Mapping[str, object]) -> KvLayout:
+    """Falcon-H1: attention and a Mamba-2 mixer in every layer, so every layer caches keys
+    and values and holds a Mamba state per request (heads x head width x state size, and
+    ``mamba_d_conv`` - 1 tokens of the convolution over x, B and C), the widths and defaults
+    as :mod:`app.engine.architectures.falcon_h1` reads them."""
+    cfg = Config(config)
+    att = attention_dims(cfg)
+    heads, head_dim, inner, state, groups, kernel = granite_mamba_dims(
+        cfg, att.hidden, falcon_h1_inner(cfg))
+    layers = cfg.integer("num_hidden_layers")
+    return KvLayout(
+        full_layers=layers, sliding_layers=0, window=0, linear_layers=layers,
+        kv_heads=att.kv_heads, head_dim=att.head_dim,
+        state_elements=heads * head_dim * state + (kernel - 1) * (inner + 2 * groups * state),
     )
 
 

@@ -66,11 +66,16 @@ def granite_layer_kinds(raw: object, layers: int) -> tuple[int, int]:
     return mamba, attention
 
 
-def granite_mamba_dims(cfg: Config, hidden: int) -> tuple[int, int, int, int, int, int]:
-    """Heads, head width, inner width, state size, groups and kernel of the Mamba-2 mixer."""
+def granite_mamba_dims(cfg: Config, hidden: int, inner: int | None = None
+                       ) -> tuple[int, int, int, int, int, int]:
+    """Heads, head width, inner width, state size, groups and kernel of the Mamba-2 mixer, as
+    Granite 4.0 and Falcon-H1 name them (their config classes share these defaults); the inner
+    width ``mamba_expand`` x hidden unless the caller reads another (Falcon-H1's
+    ``mamba_d_ssm``)."""
     heads = cfg.integer("mamba_n_heads", default=GRANITE_HYBRID_DEFAULTS["mamba_n_heads"])
-    expand = cfg.integer("mamba_expand", default=GRANITE_HYBRID_DEFAULTS["mamba_expand"])
-    inner = expand * hidden
+    if inner is None:
+        expand = cfg.integer("mamba_expand", default=GRANITE_HYBRID_DEFAULTS["mamba_expand"])
+        inner = expand * hidden
     head_dim_raw = cfg.raw.get("mamba_d_head")
     if head_dim_raw is None or head_dim_raw == "auto":
         if inner % heads:

@@ -131,6 +131,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "moe_num_experts": MAX_EXPERTS, "moe_k": MAX_EXPERTS, "moe_num_shared_experts": MAX_EXPERTS,
     "moe_layer_start_index": MAX_LAYERS, "moe_layer_end_index": MAX_LAYERS,
     "moe_layer_interval": MAX_LAYERS,
+    # falcon_h1.py: the Mamba inner width Falcon-H1 names.
+    "mamba_d_ssm": MAX_INTERMEDIATE_SIZE,
 }
 """Upper bound of every integer architecture field the engine reads.
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from app.engine.architectures import (
     deepseek,
     ernie,
+    falcon_h1,
     gemma,
     gemma4,
     gpt,
@@ -40,8 +41,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
     "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
-    # granite_hybrid.py, ernie.py
-    "granitemoehybrid", "ernie4_5_moe",
+    # granite_hybrid.py, ernie.py, falcon_h1.py
+    "granitemoehybrid", "ernie4_5_moe", "falcon_h1",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -97,4 +98,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     **llama.NEWER_DENSE,
     "qwen3_vl": multimodal.qwen3_vl, "qwen3_vl_moe": multimodal.qwen3_vl_moe,
     "granitemoehybrid": granite_hybrid.granitemoehybrid, "ernie4_5_moe": ernie.ernie4_5_moe,
+    "falcon_h1": falcon_h1.falcon_h1,
 }
