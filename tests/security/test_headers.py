@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.v1.limits import MAX_BODY_BYTES
 from app.config import TEMPLATES_DIR, load_settings
 from app.main import create_app
 from tests.security.conftest import Shop
@@ -195,7 +196,7 @@ def test_answers_the_partner_api_s_middleware_sends_itself_carry_the_headers(
     shop: Shop,
 ) -> None:
     """The API's body limit answers 413 before any handler runs."""
-    response = shop.client.post("/api/v1/estimates", content=b"x" * (300 * 1024 + 1),
+    response = shop.client.post("/api/v1/estimates", content=b"x" * (MAX_BODY_BYTES + 1),
                                 headers={**shop.auth, "Content-Type": "application/json"})
     assert response.status_code == 413
     assert_secure(response)
