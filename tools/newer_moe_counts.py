@@ -82,6 +82,34 @@ CASES: dict[str, dict[str, Any]] = {
         "attention_bias": True, "mlp_bias": True, "mamba_proj_bias": True,
         "projectors_bias": True, "mamba_conv_bias": False, "tie_word_embeddings": True,
     },
+    # HunYuanMoEV1Config's defaults with the head width set (the class leaves head_dim None,
+    # which its attention cannot build) and 8 experts, 2 a token (the class's 1 and 1 route
+    # nothing); the sizes written out.
+    "hunyuan_v1_moe-defaults": {
+        "model_type": "hunyuan_v1_moe", "vocab_size": 290943, "hidden_size": 4096,
+        "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "max_position_embeddings": 2048, "head_dim": 128, "num_experts": 8, "moe_topk": 2,
+    },
+    # Grouped-query attention with biases, 64 experts and moe_topk as a per-layer list (the
+    # spelling Hunyuan's releases use), tied.
+    "hunyuan_v1_moe-gqa-biases": {
+        "model_type": "hunyuan_v1_moe", "vocab_size": 128167, "hidden_size": 2048,
+        "intermediate_size": 1024, "num_hidden_layers": 8, "num_attention_heads": 16,
+        "num_key_value_heads": 4, "head_dim": 128, "num_experts": 64, "moe_topk": [8] * 8,
+        "attention_bias": True, "tie_word_embeddings": True,
+    },
+    # HunYuanDenseV1Config's defaults with the head width set, and a tied GQA variant.
+    "hunyuan_v1_dense-defaults": {
+        "model_type": "hunyuan_v1_dense", "vocab_size": 290943, "hidden_size": 4096,
+        "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "max_position_embeddings": 2048, "head_dim": 128,
+    },
+    "hunyuan_v1_dense-gqa-tied": {
+        "model_type": "hunyuan_v1_dense", "vocab_size": 128167, "hidden_size": 3072,
+        "intermediate_size": 8192, "num_hidden_layers": 8, "num_attention_heads": 24,
+        "num_key_value_heads": 8, "head_dim": 128, "attention_bias": True,
+        "tie_word_embeddings": True,
+    },
     # Biases everywhere (lm_head's too), untied, experts every second layer from 2 to 9, and
     # no shared expert.
     "ernie4_5_moe-biases-interval": {
@@ -106,7 +134,8 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         model = AutoModelForCausalLM.from_config(config)
     embedding = model.get_input_embeddings().weight
     tied = model.lm_head.weight is embedding
-    per_token = int(getattr(config, "num_experts_per_tok", 0) or 0)
+    per_token = getattr(config, "num_experts_per_tok", None) or getattr(config, "moe_topk", 0)
+    per_token = int(per_token[0] if isinstance(per_token, list) else per_token or 0)
     inactive = 0
     for name, module in model.named_modules():
         if name.rsplit(".", 1)[-1] == "experts":

@@ -121,6 +121,8 @@ FIELDS["ernie4_5_moe"] = (*_COMMON, "moe_num_experts", "moe_k", "moe_intermediat
 # app/engine/architectures/falcon_h1.py: the Mamba-2 sizes, its inner width mamba_d_ssm.
 FIELDS["falcon_h1"] = (*_COMMON, "mamba_n_heads", "mamba_d_state", "mamba_n_groups",
                        "mamba_d_conv", "mamba_d_ssm")
+# app/engine/architectures/hunyuan.py: experts and the experts a token passes.
+FIELDS["hunyuan_v1_moe"] = (*_COMMON, "num_experts", "moe_topk")
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:
@@ -157,7 +159,7 @@ ORDINARY: dict[str, int] = dict(
     mamba_n_heads=128, mamba_d_head=64, mamba_d_state=128, mamba_n_groups=1, mamba_d_conv=4,
     mamba_expand=2, shared_intermediate_size=1536,
     moe_num_experts=64, moe_k=6, moe_num_shared_experts=2, moe_layer_start_index=1,
-    moe_layer_end_index=47, moe_layer_interval=1, mamba_d_ssm=1024,
+    moe_layer_end_index=47, moe_layer_interval=1, mamba_d_ssm=1024, moe_topk=8,
 )
 
 
@@ -211,6 +213,8 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
     if model_type == "falcon_h1":  # the heads divide the Mamba width, as transformers demands
         heads = config["mamba_n_heads"]
         config["mamba_d_ssm"] = heads * max(1, config["mamba_d_ssm"] // heads)
+    if model_type == "hunyuan_v1_moe":
+        config["moe_topk"] = min(config["moe_topk"], config["num_experts"])
     if model_type == "ernie4_5_moe":
         config["moe_k"] = min(config["moe_k"], config["moe_num_experts"])
     if model_type == "granitemoehybrid":  # one attention layer, the rest Mamba-2

@@ -1,6 +1,7 @@
 """Mixture-of-experts and hybrid families of 2025 releases the engine did not count (issue 29,
 point 5): Granite 4.0's hybrids (``granitemoehybrid``) and ERNIE 4.5's mixture of experts
-(``ernie4_5_moe``) and Falcon-H1 (``falcon_h1``) went the approximate path as unknown types.
+(``ernie4_5_moe``), Falcon-H1 (``falcon_h1``) and Hunyuan (``hunyuan_v1_dense``,
+``hunyuan_v1_moe``) went the approximate path as unknown types.
 
 The truth is transformers and PEFT on the meta device (``expected_newer_moe.json``, written by
 ``tools/newer_moe_counts.py``; its ``versions``: transformers 5.24.0, PEFT 0.21.2, torch
@@ -145,3 +146,27 @@ def test_a_training_and_a_serving_estimate_answer(name: str) -> None:
     gpu = ServingGpu("h200", "H200", 141 * 10**9, "9.0")
     serving = serving_estimate(shape, kv_layout(config, shape), ServingJob(context=2048), [gpu])
     assert serving.fits
+
+
+def test_hunyuan_moe_topk_per_layer_must_be_one_number() -> None:
+    """transformers' gate reads ``moe_topk[layer_idx]``; the engine holds one count of active
+    experts, so a list that varies is refused naming the field, a uniform one read."""
+    from app.engine.shapes import ShapeError
+
+    config = EXPECTED["models"]["hunyuan_v1_moe-gqa-biases"]["config"]
+    assert parse_config(config).experts_per_token == 8
+    with pytest.raises(ShapeError) as caught:
+        parse_config(config | {"moe_topk": [8, 4] * 4})
+    assert caught.value.field == "moe_topk"
+    with pytest.raises(ShapeError) as caught:
+        parse_config(config | {"moe_topk": [80] * 8})
+    assert caught.value.field == "moe_topk"
+
+
+def test_hunyuan_lora_skips_the_shared_mlp_as_peft_does() -> None:
+    """Hunyuan MoE defaults: PEFT adapts attention, the router and the fused experts (gate/up
+    at 2r) in 32 layers, 294,653,952 at r16; its shared MLP only per expert."""
+    shape = parse_config(EXPECTED["models"]["hunyuan_v1_moe-defaults"]["config"])
+    per_layer = 4 * 16 * (4096 + 4096) + 16 * (4096 + 8) + 8 * 32 * (4096 + 22016) \
+        + 8 * 16 * (11008 + 4096)
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == 32 * per_layer == 294_653_952

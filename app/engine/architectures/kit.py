@@ -133,6 +133,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "moe_layer_interval": MAX_LAYERS,
     # falcon_h1.py: the Mamba inner width Falcon-H1 names.
     "mamba_d_ssm": MAX_INTERMEDIATE_SIZE,
+    # hunyuan.py: the experts a token passes (a number, or one per layer).
+    "moe_topk": MAX_EXPERTS,
 }
 """Upper bound of every integer architecture field the engine reads.
 

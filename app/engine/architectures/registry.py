@@ -18,6 +18,7 @@ from app.engine.architectures import (
     gemma4,
     gpt,
     granite_hybrid,
+    hunyuan,
     hybrid,
     lfm2,
     llama,
@@ -41,8 +42,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
     "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
-    # granite_hybrid.py, ernie.py, falcon_h1.py
-    "granitemoehybrid", "ernie4_5_moe", "falcon_h1",
+    # granite_hybrid.py, ernie.py, falcon_h1.py, hunyuan.py
+    "granitemoehybrid", "ernie4_5_moe", "falcon_h1", "hunyuan_v1_dense", "hunyuan_v1_moe",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -99,4 +100,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "qwen3_vl": multimodal.qwen3_vl, "qwen3_vl_moe": multimodal.qwen3_vl_moe,
     "granitemoehybrid": granite_hybrid.granitemoehybrid, "ernie4_5_moe": ernie.ernie4_5_moe,
     "falcon_h1": falcon_h1.falcon_h1,
+    "hunyuan_v1_dense": hunyuan.hunyuan_v1_dense, "hunyuan_v1_moe": hunyuan.hunyuan_v1_moe,
 }
