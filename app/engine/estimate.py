@@ -204,20 +204,9 @@ def estimate(
     layout; None: every non-mixer layer in full). ``models``: step models of this shape as
     built, shared by a caller between calls for variants of one job. ``with_fewest`` False:
     ``fewest_cards_zero3`` left None (a job already spread over a system's cards)."""
-    validate(shape, job)
-    job = unsloth.as_run(job)
     given = shape
-    shape = litgpt.as_built(shape, job.framework)
-    if models is None or models.shape != shape:
-        models = StepModels(shape)
-    states = model_states(shape, job)
-    model = models.get(job)
-    totals = model.totals(job.batch_size, job.seq_len)
-    total = totals.total_bytes
-    work = step_work(shape, speed_job(shape, job, states.trainable_params), layers)
-    by_memory: dict[int, _MemoryFit] = {}
-    fits = tuple(_card_fit(models, job, model, total, gpu, work, by_memory, with_fewest)
-                 for gpu in gpus)
+    shape, job, models, states, model, totals, fits = _fitted(shape, job, gpus, layers,
+                                                              models, with_fewest)
     levers = _levers(models, job, gpus, fits) if with_levers else ()
     by_accounting: dict[str, int] = {
         acc: single_gpu_job_states(shape, job, acc).total_bytes for acc in ACCOUNTINGS
@@ -249,6 +238,48 @@ def estimate(
         approximated_from=() if shape.approximation is None else shape.approximation.fields,
         checkpointing=as_set(job.gradient_checkpointing),
     )
+
+
+def card_fits(
+    shape: ModelShape,
+    job: Job,
+    gpus: Sequence[GpuSpec],
+    *,
+    layers: AttentionLayers | None = None,
+    models: StepModels | None = None,
+    with_fewest: bool = True,
+) -> tuple[CardFit, ...]:
+    """:func:`estimate`'s ``fits`` alone, the same figures, without the rest of its answer
+    (the breakdown, the accountings, the assumptions): for a caller that reads only the
+    cards, as the service's systems do."""
+    return _fitted(shape, job, gpus, layers, models, with_fewest)[-1]
+
+
+def _fitted(
+    shape: ModelShape,
+    job: Job,
+    gpus: Sequence[GpuSpec],
+    layers: AttentionLayers | None,
+    models: StepModels | None,
+    with_fewest: bool,
+) -> tuple[ModelShape, Job, StepModels, ModelStates, StepModel, StepTotals,
+           tuple[CardFit, ...]]:
+    """The job checked and as it runs, the shape as built, the step models, the model
+    states, the job's step model, its totals and its fit on each card."""
+    validate(shape, job)
+    job = unsloth.as_run(job)
+    shape = litgpt.as_built(shape, job.framework)
+    if models is None or models.shape != shape:
+        models = StepModels(shape)
+    states = model_states(shape, job)
+    model = models.get(job)
+    totals = model.totals(job.batch_size, job.seq_len)
+    total = totals.total_bytes
+    work = step_work(shape, speed_job(shape, job, states.trainable_params), layers)
+    by_memory: dict[int, _MemoryFit] = {}
+    fits = tuple(_card_fit(models, job, model, total, gpu, work, by_memory, with_fewest)
+                 for gpu in gpus)
+    return shape, job, models, states, model, totals, fits
 
 
 def _levers(models: StepModels, job: Job, gpus: Sequence[GpuSpec],

@@ -36,6 +36,7 @@ from app.engine.job import (
     fsdp_sharded,
     prepares_kbit,
     stored_bytes_per_param,
+    with_changes,
 )
 from app.engine.overhead import (
     STRANDED_LOGITS_BYTES_PER_VOCAB,
@@ -518,5 +519,5 @@ def loss_head_rate(profile: ActivationProfile, moment: Literal["forward", "backw
 def _sharded(job: Job, gpus: int) -> Job:
     if gpus == 1:
         offload: Offload = "optimizer" if job.offload == "optimizer+params" else job.offload
-        return dataclasses.replace(job, gpus=1, sharding="none", offload=offload)
-    return dataclasses.replace(job, gpus=gpus, sharding="zero3")
+        return with_changes(job, gpus=1, sharding="none", offload=offload)
+    return with_changes(job, gpus=gpus, sharding="zero3")

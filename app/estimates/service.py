@@ -26,8 +26,9 @@ from app.engine import (
 )
 from app.engine import estimate as engine_estimate
 from app.engine.checkpointing import Checkpointing, CheckpointingSetting
-from app.engine.estimate import CardFit, Setup
+from app.engine.estimate import CardFit, Setup, card_fits
 from app.engine.framework_litgpt import as_built
+from app.engine.job import with_changes
 from app.engine.precision import BnbVersion, bnb_saves_inputs
 from app.engine.setup import cheapest_change, setup_on
 from app.engine.sharding import ShardingImpl, checked_impl
@@ -421,11 +422,10 @@ class _Sizer:
                 group = [(other, gpus[other.gpu_slug]) for other in by_count[system.gpu_count]
                          if other.gpu_slug in gpus and not gpus[other.gpu_slug].comparison_only]
                 specs = [system_link(gpu_spec(card), other) for other, card in group]
-                result = engine_estimate(self.shape, job, specs, with_levers=False,
-                                         layers=self.layers, models=self.models,
-                                         with_fewest=False)
+                held_fits = card_fits(self.shape, job, specs, layers=self.layers,
+                                      models=self.models, with_fewest=False)
                 fits.update((other.slug, fit)
-                            for (other, _), fit in zip(group, result.fits, strict=True))
+                            for (other, _), fit in zip(group, held_fits, strict=True))
             found = fits[system.slug]
             return SystemFit(
                 system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding,
@@ -504,7 +504,7 @@ def system_job(job: Job, gpu_count: int) -> Job:
     what makes a job that does not fit one card fit several (DGX Spark playbook's 70B LoRA)."""
     sharding = job.sharding if job.sharding != "none" or gpu_count == 1 else "zero3"
     offload = job.offload if sharding == "zero3" or job.offload != "optimizer+params" else "none"
-    return replace(job, gpus=gpu_count, sharding=sharding, offload=offload)
+    return with_changes(job, gpus=gpu_count, sharding=sharding, offload=offload)
 
 
 def sizing(catalog: Catalog, request: EstimateRequest, *, cache: EstimateCache) -> Sizing:
