@@ -21,13 +21,14 @@ from dataclasses import replace
 
 from app.engine.architectures.kit import (
     MAX_LAYERS,
+    Biases,
     Config,
-    assemble,
     attention_dims,
     bounded,
     gated_mlp,
     separate_attention,
 )
+from app.engine.architectures.llama import dense_swiglu
 from app.engine.architectures.moe import Moe, moe_experts, moe_shape
 from app.engine.shapes import ModelShape, ShapeError
 
@@ -35,19 +36,15 @@ MAX_SHOWN = 8
 """Entries of a refused per-layer list that the message repeats."""
 
 
-def hunyuan_v1_dense(cfg: Config) -> ModelShape:
-    """Hunyuan dense (module docstring)."""
-    att = attention_dims(cfg)
-    layers = cfg.integer("num_hidden_layers")
-    intermediate = cfg.integer("intermediate_size")
+def hunyuan_biases(cfg: Config) -> Biases:
+    """``attention_bias`` on q, k, v and o; the MLPs never carry one (no flag)."""
     bias = cfg.flag("attention_bias", False)
-    linears = separate_attention(att, layers, qkv_bias=bias, o_bias=bias)
-    linears += gated_mlp(att.hidden, intermediate, layers)
-    return assemble(
-        cfg, model_type="hunyuan_v1_dense", att=att, intermediate=intermediate, layers=layers,
-        linears=linears, norm_params=(2 * layers + 1) * att.hidden + 2 * layers * att.head_dim,
-        norms_per_layer=2, tied=cfg.flag("tie_word_embeddings", False), qk_norm=True,
-    )
+    return bias, bias, False
+
+
+def hunyuan_v1_dense(cfg: Config) -> ModelShape:
+    """Hunyuan dense (module docstring): the Llama layout with per-head q/k norms."""
+    return dense_swiglu(cfg, "hunyuan_v1_dense", biases=hunyuan_biases, qk_norm=True)
 
 
 def hunyuan_topk(cfg: Config, experts: int) -> int:
@@ -75,8 +72,8 @@ def hunyuan_v1_moe(cfg: Config) -> ModelShape:
     width = cfg.integer("intermediate_size")
     experts = cfg.integer("num_experts", default=1)
     moe = Moe(experts, hunyuan_topk(cfg, experts), width, layers)
-    bias = cfg.flag("attention_bias", False)
-    linears = separate_attention(att, layers, qkv_bias=bias, o_bias=bias)
+    qkv_bias, o_bias, _ = hunyuan_biases(cfg)
+    linears = separate_attention(att, layers, qkv_bias=qkv_bias, o_bias=o_bias)
     linears += moe_experts(att.hidden, moe, peft_fused=True, router_target=True)
     linears += [replace(spec, lora_target=False)
                 for spec in gated_mlp(att.hidden, width, layers)]
