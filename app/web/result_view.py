@@ -8,7 +8,7 @@ into messages the catalogs translate.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlencode
@@ -531,6 +531,19 @@ def quote_url(calc: CalculatorInput, item: str) -> str:
     return "/quote?" + urlencode({"item": item, **calc.query()})
 
 
+def quote_urls(calc: CalculatorInput) -> Callable[[str], str]:
+    """:func:`quote_url` for the items of one result: the same addresses, with the form's
+    part encoded once rather than once per card and system (the item comes first, and
+    no form field is named ``item``)."""
+    query = urlencode(calc.query())
+    rest = f"&{query}" if query else ""
+
+    def url(item: str) -> str:
+        return f"/quote?{urlencode({'item': item})}{rest}"
+
+    return url
+
+
 def _warnings(texts: tuple[str, ...]) -> tuple[FieldError, ...]:
     return tuple(FieldError(WARNINGS.get(text, text)) for text in texts)
 
@@ -675,13 +688,14 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     cheapest: dict[str, Lever] = {}
     for lever in result.levers:
         cheapest.setdefault(lever.gpu, lever)
+    quote = quote_urls(calc)
     every = tuple(sorted((
         CardRow(
             gpu=gpus[fit.gpu], fit=fit, lever=cheapest.get(fit.gpu),
             lever_label=_lever_label(cheapest[fit.gpu]) if fit.gpu in cheapest else (),
             lever_speed=_lever_speed(cheapest[fit.gpu]) if fit.gpu in cheapest else (),
             warnings=_warnings(fit.warnings),
-            quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
+            quote_url=quote(f"gpu:{fit.gpu}"),
             highlighted=fit.gpu == calc.gpu,
             time=training_time(fit.training, calc),
         )
@@ -691,7 +705,7 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     compared = tuple(row for row in every if row.gpu.comparison_only)
     systems = tuple(sorted((
         SystemRow(row.system, row, _warnings(row.warnings),
-                  quote_url(calc, f"system:{row.system.slug}"),
+                  quote(f"system:{row.system.slug}"),
                   time=training_time(row.training, calc))
         for row in sizing.systems
     ), key=lambda row: (*row.rank(), row.system.name)))
@@ -699,11 +713,11 @@ def build(calc: CalculatorInput, catalog: Catalog, sizing: Sizing) -> ResultView
     times = {f"card-{row.gpu.slug}": row.time for row in rows}
     times.update({f"system-{row.system.slug}": row.time for row in systems})
     verdict = dataclasses.replace(verdict, time=times.get(verdict.recommended))
-    rows = tuple(dataclasses.replace(row, recommended=verdict.recommended == f"card-{row.gpu.slug}")
-                 for row in rows)
-    systems = tuple(
-        dataclasses.replace(row, recommended=verdict.recommended == f"system-{row.system.slug}")
-        for row in systems)
+    rows = tuple(dataclasses.replace(row, recommended=True)
+                 if verdict.recommended == f"card-{row.gpu.slug}" else row for row in rows)
+    systems = tuple(dataclasses.replace(row, recommended=True)
+                    if verdict.recommended == f"system-{row.system.slug}" else row
+                    for row in systems)
     by_accounting: Mapping[str, int] = result.model_states_by_accounting
     states = sorted(by_accounting.values()) or [result.model_states_bytes]
     assumptions = tuple(FieldError(ASSUMPTION_LABELS[key], values)

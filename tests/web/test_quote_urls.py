@@ -1,0 +1,26 @@
+"""A result's quote links, the form's part encoded once (``quote_urls``), are the addresses
+``quote_url`` writes for each card and system."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.web import calculator_form
+from app.web.result_view import quote_url, quote_urls
+
+FORMS = [
+    {"model": "llama-3.1-8b", "method": "lora"},
+    {"model": "llama-3.3-70b", "method": "full", "seq": "4096", "batch": "4", "gpus": "4"},
+    {"model": "qwen3-30b-a3b", "method": "qlora", "ckpt": "on", "gpu": "h200-nvl"},
+    {"model": "llama-3.1-8b", "method": "full", "optimizer": "adamw_8bit", "attention": "eager"},
+]
+ITEMS = ["gpu:h200-nvl", "system:dgx-spark", "gpu:rtx-pro-6000 blackwell&x=1"]
+
+
+@pytest.mark.parametrize("data", FORMS)
+def test_quote_urls_are_quote_url(data: dict[str, str]) -> None:
+    calc, _ = calculator_form.parse(data)
+    url = quote_urls(calc)
+    for item in ITEMS:
+        assert url(item) == quote_url(calc, item)
+    assert url(ITEMS[0]).startswith("/quote?item=gpu%3Ah200-nvl&model=")
