@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -49,6 +51,8 @@ POSTGRES_ENV = "SIZER_TEST_POSTGRES_URL"
 REDIS_ENV = "SIZER_TEST_REDIS_URL"
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+RAM_DIR = Path("/dev/shm")
+"""Linux's RAM file system, where the tests' SQLite files go when it is there (``sqlite_dir``)."""
 
 
 def _postgres_base_url() -> str:
@@ -190,11 +194,33 @@ def backend(request: pytest.FixtureRequest) -> str:
     return name
 
 
+@pytest.fixture(scope="session")
+def sqlite_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where this process's SQLite test databases live: a folder of its own on ``RAM_DIR`` when
+    that is a writable folder, else under pytest's temporary folder. Still SQLite files opened
+    by the same code; on RAM each commit's fsync costs nothing, where on this machine's disk it
+    was most of a small commit's time (a migration 1.15 s on disk, 0.18 s on RAM; writing the
+    seed catalog and emptying it 66 ms, 14.5 ms). The folder is removed when the run ends."""
+    if RAM_DIR.is_dir() and os.access(RAM_DIR, os.W_OK | os.X_OK):
+        folder = Path(tempfile.mkdtemp(prefix="gpu-sizer-tests-", dir=RAM_DIR))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    yield tmp_path_factory.mktemp("sqlite")
+
+
 @pytest.fixture
-def empty_database_url(backend: str, tmp_path: Path) -> Iterator[str]:
+def empty_database_url(backend: str, sqlite_dir: Path) -> Iterator[str]:
     """A database nobody has migrated yet (for migration and readiness tests)."""
     if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        path = sqlite_dir / f"empty-{uuid.uuid4().hex[:12]}.db"
+        try:
+            yield f"sqlite:///{path}"
+        finally:
+            for leftover in (path, path.with_name(path.name + "-journal")):
+                leftover.unlink(missing_ok=True)
         return
     schema = _PostgresSchema(_postgres_base_url())
     try:
@@ -228,8 +254,8 @@ class _MigratedDatabases:
     as it always has within one backend's stretch.
     """
 
-    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
-        self._tmp_path_factory = tmp_path_factory
+    def __init__(self, sqlite_dir: Path) -> None:
+        self._sqlite_dir = sqlite_dir
         self._urls: dict[str, str] = {}
         self._engines: dict[str, Engine] = {}
         self._schemas: list[_PostgresSchema] = []
@@ -238,7 +264,7 @@ class _MigratedDatabases:
     def url(self, backend: str) -> str:
         if backend not in self._urls:
             if backend == "sqlite":
-                url = f"sqlite:///{self._tmp_path_factory.mktemp('db') / 'sizer.db'}"
+                url = f"sqlite:///{self._sqlite_dir / 'sizer.db'}"
             else:
                 schema = _PostgresSchema(_postgres_base_url())
                 self._schemas.append(schema)
@@ -292,8 +318,8 @@ class _MigratedDatabases:
 
 
 @pytest.fixture(scope="session")
-def _migrated_databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_MigratedDatabases]:
-    databases = _MigratedDatabases(tmp_path_factory)
+def _migrated_databases(sqlite_dir: Path) -> Iterator[_MigratedDatabases]:
+    databases = _MigratedDatabases(sqlite_dir)
     try:
         yield databases
     finally:

@@ -25,12 +25,16 @@ from tests.conftest import _postgres_base_url, _PostgresSchema
 
 
 @pytest.fixture
-def second_database_url(backend: str, tmp_path: Path,
+def second_database_url(backend: str, empty_database_url: str,
                         sqlite_templates: SqliteTemplates) -> Iterator[str]:
     """Another empty database on the same backend, migrated to head."""
     if backend == "sqlite":
-        shutil.copy(sqlite_templates.migrated, tmp_path / "restored.db")
-        yield f"sqlite:///{tmp_path / 'restored.db'}"
+        path = Path(str(make_url(empty_database_url).database)).with_suffix(".restored.db")
+        shutil.copy(sqlite_templates.migrated, path)
+        try:
+            yield f"sqlite:///{path}"
+        finally:
+            path.unlink(missing_ok=True)
         return
     schema = _PostgresSchema(_postgres_base_url())
     try:
@@ -51,8 +55,9 @@ class SqliteTemplates:
 
 
 @pytest.fixture(scope="module")
-def sqlite_templates(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplates:
-    folder = tmp_path_factory.mktemp("backup-templates")
+def sqlite_templates(sqlite_dir: Path) -> SqliteTemplates:
+    folder = sqlite_dir / "backup-templates"
+    folder.mkdir(exist_ok=True)
     templates = SqliteTemplates(folder / "migrated.db", folder / "filled.db")
     migrate.upgrade(f"sqlite:///{templates.migrated}")
     shutil.copy(templates.migrated, templates.filled)
