@@ -110,6 +110,21 @@ CASES: dict[str, dict[str, Any]] = {
         "num_key_value_heads": 8, "head_dim": 128, "attention_bias": True,
         "tie_word_embeddings": True,
     },
+    # ExaoneMoeConfig's defaults (64 experts, 8 a token, one shared, layer 0 dense), the sizes
+    # written out; and a GQA variant that lists its MLP kinds, two shared experts, tied.
+    "exaone_moe-defaults": {
+        "model_type": "exaone_moe", "vocab_size": 102400, "hidden_size": 4096,
+        "intermediate_size": 16384, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "max_position_embeddings": 2048,
+    },
+    "exaone_moe-gqa-listed": {
+        "model_type": "exaone_moe", "vocab_size": 102400, "hidden_size": 2048,
+        "intermediate_size": 8192, "num_hidden_layers": 8, "num_attention_heads": 16,
+        "num_key_value_heads": 4, "head_dim": 128, "num_experts": 32, "num_experts_per_tok": 4,
+        "moe_intermediate_size": 512, "num_shared_experts": 2, "tie_word_embeddings": True,
+        "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "dense", "sparse", "sparse",
+                            "sparse"],
+    },
     # Biases everywhere (lm_head's too), untied, experts every second layer from 2 to 9, and
     # no shared expert.
     "ernie4_5_moe-biases-interval": {

@@ -129,6 +129,10 @@ MIMO_SWA_HEADS_FACTOR: Final = 2
 OLMO3_FULL_EVERY: Final = 4
 """``Olmo3Config``'s default ``layer_types``: layers 3, 7, 11, ... attend in full, the others
 over ``sliding_window``."""
+EXAONE_MOE_LAYOUT: Final[Mapping[str, object]] = {"sliding_window": 4096,
+                                                   "sliding_window_pattern": 4}
+"""``ExaoneMoeConfig`` defaults: three of four layers attend over a 4,096-token window where a
+config lists no ``layer_types`` (a null ``sliding_window`` there: every layer full)."""
 V4_WINDOW: Final = 128
 """``DeepseekV4Config.sliding_window`` default."""
 
@@ -323,6 +327,9 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
         return _granite_hybrid_layout(config)
     if config.get("model_type") == "falcon_h1":
         return _falcon_h1_layout(config)
+    if config.get("model_type") == "exaone_moe":  # the config class's sliding layout
+        config = {**EXAONE_MOE_LAYOUT, **config}
+        cfg = _Reader(config)
     if shape is not None:
         layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim
     else:

@@ -1,7 +1,8 @@
 """Mixture-of-experts and hybrid families of 2025 releases the engine did not count (issue 29,
 point 5): Granite 4.0's hybrids (``granitemoehybrid``) and ERNIE 4.5's mixture of experts
-(``ernie4_5_moe``), Falcon-H1 (``falcon_h1``) and Hunyuan (``hunyuan_v1_dense``,
-``hunyuan_v1_moe``) went the approximate path as unknown types.
+(``ernie4_5_moe``), Falcon-H1 (``falcon_h1``), Hunyuan (``hunyuan_v1_dense``,
+``hunyuan_v1_moe``) and EXAONE's MoE (``exaone_moe``) went the approximate path as unknown
+types.
 
 The truth is transformers and PEFT on the meta device (``expected_newer_moe.json``, written by
 ``tools/newer_moe_counts.py``; its ``versions``: transformers 5.24.0, PEFT 0.21.2, torch
@@ -170,3 +171,19 @@ def test_hunyuan_lora_skips_the_shared_mlp_as_peft_does() -> None:
     per_layer = 4 * 16 * (4096 + 4096) + 16 * (4096 + 8) + 8 * 32 * (4096 + 22016) \
         + 8 * 16 * (11008 + 4096)
     assert lora_trainable_params(shape, LoraSetup(rank=16)) == 32 * per_layer == 294_653_952
+
+
+def test_exaone_moe_slides_three_of_four_layers_by_default() -> None:
+    """ExaoneMoeConfig: sliding_window 4096, sliding_window_pattern 4 (layers 3, 7, ... full)."""
+    config = EXPECTED["models"]["exaone_moe-defaults"]["config"]
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (8, 24, 4096)
+    unwindowed = kv_layout(config | {"sliding_window": None}, parse_config(config))
+    assert (unwindowed.full_layers, unwindowed.sliding_layers) == (32, 0)
+
+
+def test_exaone_moe_reads_its_listed_mlp_kinds() -> None:
+    """The listed variant: 5 sparse layers of 8 (``mlp_layer_types``), 3 dense."""
+    shape = parse_config(EXPECTED["models"]["exaone_moe-gqa-listed"]["config"])
+    routers = [s.layers for s in shape.linears if s.role == "router"]
+    assert routers == [5]

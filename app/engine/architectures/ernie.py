@@ -20,17 +20,15 @@ under the per-expert convention).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
 from app.engine.architectures.kit import (
     Config,
     attention_dims,
-    gated_mlp,
     separate_attention,
 )
-from app.engine.architectures.moe import Moe, moe_experts, moe_shape
-from app.engine.shapes import LinearSpec, ModelShape, ShapeError
+from app.engine.architectures.moe import Moe, moe_experts, moe_shape, renamed_mlps
+from app.engine.shapes import ModelShape, ShapeError
 
 ERNIE_MOE_DEFAULTS: Final = {
     "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_interval": 1,
@@ -78,12 +76,8 @@ def ernie4_5_moe(cfg: Config) -> ModelShape:
         if cfg.raw.get("moe_num_shared_experts") is None else cfg.count("moe_num_shared_experts")
     linears = separate_attention(att, layers, qkv_bias=bias, o_bias=bias)
     linears += moe_experts(att.hidden, moe, peft_fused=True, router_target=True)
-    unadapted: list[LinearSpec] = []
-    if sparse and shared_count:
-        unadapted += gated_mlp(att.hidden, width * shared_count, sparse, bias=bias)
-    if layers - sparse:
-        unadapted += gated_mlp(att.hidden, intermediate, layers - sparse, bias=bias)
-    linears += [replace(spec, lora_target=False) for spec in unadapted]
+    linears += renamed_mlps(att.hidden, shared_width=width * shared_count, sparse=sparse,
+                            intermediate=intermediate, layers=layers, bias=bias)
     vocab = cfg.integer("vocab_size")
     tied = cfg.flag("tie_word_embeddings", True)
     # the router's score correction bias, and lm_head's bias where use_bias

@@ -135,6 +135,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "mamba_d_ssm": MAX_INTERMEDIATE_SIZE,
     # hunyuan.py: the experts a token passes (a number, or one per layer).
     "moe_topk": MAX_EXPERTS,
+    # exaone_moe.py: the shared experts' count.
+    "num_shared_experts": MAX_EXPERTS,
 }
 """Upper bound of every integer architecture field the engine reads.
 

@@ -54,6 +54,7 @@ from app.engine.architectures.kit import (
     attention_dims,
     experts_per_token,
     fused_experts,
+    gated_mlp,
     separate_attention,
 )
 from app.engine.shapes import LinearSpec, ModelShape, ParamSplit, ShapeError
@@ -113,6 +114,20 @@ def swiglu_mlp(hidden: int, width: int, layers: int, *, target: bool) -> list[Li
         LinearSpec("up_proj", "up", hidden, width, layers, lora_target=target),
         LinearSpec("down_proj", "down", width, hidden, layers, lora_target=target),
     ]
+
+
+def renamed_mlps(hidden: int, *, shared_width: int, sparse: int, intermediate: int,
+                 layers: int, bias: bool = False) -> list[LinearSpec]:
+    """The SwiGLU MLPs beside fused experts that PEFT 0.21 stops adapting once its Qwen2-MoE
+    conversion renames ``gate_proj``/``up_proj``/``down_proj`` onto the experts (ERNIE 4.5,
+    EXAONE MoE): the sparse layers' shared experts (``shared_width`` wide, none where 0) and
+    the dense layers' MLP; adapted under the per-expert convention."""
+    specs: list[LinearSpec] = []
+    if sparse and shared_width:
+        specs += gated_mlp(hidden, shared_width, sparse, bias=bias)
+    if layers - sparse:
+        specs += gated_mlp(hidden, intermediate, layers - sparse, bias=bias)
+    return [replace(spec, lora_target=False) for spec in specs]
 
 
 def moe_shape(

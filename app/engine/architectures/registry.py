@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from app.engine.architectures import (
     deepseek,
     ernie,
+    exaone_moe,
     falcon_h1,
     gemma,
     gemma4,
@@ -42,8 +43,9 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
     "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
-    # granite_hybrid.py, ernie.py, falcon_h1.py, hunyuan.py
+    # granite_hybrid.py, ernie.py, falcon_h1.py, hunyuan.py, exaone_moe.py
     "granitemoehybrid", "ernie4_5_moe", "falcon_h1", "hunyuan_v1_dense", "hunyuan_v1_moe",
+    "exaone_moe",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -101,4 +103,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "granitemoehybrid": granite_hybrid.granitemoehybrid, "ernie4_5_moe": ernie.ernie4_5_moe,
     "falcon_h1": falcon_h1.falcon_h1,
     "hunyuan_v1_dense": hunyuan.hunyuan_v1_dense, "hunyuan_v1_moe": hunyuan.hunyuan_v1_moe,
+    "exaone_moe": exaone_moe.exaone_moe,
 }
