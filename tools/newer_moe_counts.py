@@ -125,6 +125,21 @@ CASES: dict[str, dict[str, Any]] = {
         "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "dense", "sparse", "sparse",
                             "sparse"],
     },
+    # AfmoeConfig's defaults (Arcee's AFMoE: gated attention, 64 experts, 6 a token, two shared,
+    # one dense layer), the sizes written out; and a GQA variant with attention biases, three
+    # dense layers, tied.
+    "afmoe-defaults": {
+        "model_type": "afmoe", "vocab_size": 200192, "hidden_size": 2048,
+        "intermediate_size": 6144, "moe_intermediate_size": 1408, "num_hidden_layers": 32,
+        "num_attention_heads": 16, "head_dim": 128, "max_position_embeddings": 16384,
+    },
+    "afmoe-gqa-biases": {
+        "model_type": "afmoe", "vocab_size": 200192, "hidden_size": 1024,
+        "intermediate_size": 3072, "moe_intermediate_size": 256, "num_hidden_layers": 8,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+        "num_experts": 32, "num_experts_per_tok": 4, "num_shared_experts": 1,
+        "num_dense_layers": 3, "attention_bias": True, "tie_word_embeddings": True,
+    },
     # Biases everywhere (lm_head's too), untied, experts every second layer from 2 to 9, and
     # no shared expert.
     "ernie4_5_moe-biases-interval": {

@@ -133,6 +133,9 @@ EXAONE_MOE_LAYOUT: Final[Mapping[str, object]] = {"sliding_window": 4096,
                                                    "sliding_window_pattern": 4}
 """``ExaoneMoeConfig`` defaults: three of four layers attend over a 4,096-token window where a
 config lists no ``layer_types`` (a null ``sliding_window`` there: every layer full)."""
+AFMOE_LAYOUT: Final[Mapping[str, object]] = {"sliding_window": 1024, "sliding_window_pattern": 4}
+"""``AfmoeConfig`` defaults: every ``global_attn_every_n_layers``-th layer (4) attends in full,
+the others over a 1,024-token window, where a config lists no ``layer_types``."""
 V4_WINDOW: Final = 128
 """``DeepseekV4Config.sliding_window`` default."""
 
@@ -327,8 +330,12 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
         return _granite_hybrid_layout(config)
     if config.get("model_type") == "falcon_h1":
         return _falcon_h1_layout(config)
-    if config.get("model_type") == "exaone_moe":  # the config class's sliding layout
-        config = {**EXAONE_MOE_LAYOUT, **config}
+    if config.get("model_type") in ("exaone_moe", "afmoe"):  # the config class's sliding layout
+        defaults = EXAONE_MOE_LAYOUT if config.get("model_type") == "exaone_moe" else {
+            **AFMOE_LAYOUT,
+            "sliding_window_pattern": config.get("global_attn_every_n_layers")
+            or AFMOE_LAYOUT["sliding_window_pattern"]}
+        config = {**defaults, **config}
         cfg = _Reader(config)
     if shape is not None:
         layers, kv_heads, head_dim = shape.num_layers, shape.num_kv_heads, shape.head_dim

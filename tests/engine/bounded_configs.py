@@ -126,6 +126,9 @@ FIELDS["hunyuan_v1_moe"] = (*_COMMON, "num_experts", "moe_topk")
 # app/engine/architectures/exaone_moe.py: experts, shared experts, the first dense layers.
 FIELDS["exaone_moe"] = (*_COMMON, "num_experts", "num_experts_per_tok", "moe_intermediate_size",
                         "num_shared_experts", "first_k_dense_replace")
+# app/engine/architectures/afmoe.py: experts, shared experts, the first dense layers.
+FIELDS["afmoe"] = (*_COMMON, "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                   "num_shared_experts", "num_dense_layers")
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:
@@ -163,7 +166,7 @@ ORDINARY: dict[str, int] = dict(
     mamba_expand=2, shared_intermediate_size=1536,
     moe_num_experts=64, moe_k=6, moe_num_shared_experts=2, moe_layer_start_index=1,
     moe_layer_end_index=47, moe_layer_interval=1, mamba_d_ssm=1024, moe_topk=8,
-    num_shared_experts=1,
+    num_shared_experts=1, num_dense_layers=1,
 )
 
 

@@ -1,8 +1,8 @@
 """Mixture-of-experts and hybrid families of 2025 releases the engine did not count (issue 29,
 point 5): Granite 4.0's hybrids (``granitemoehybrid``) and ERNIE 4.5's mixture of experts
 (``ernie4_5_moe``), Falcon-H1 (``falcon_h1``), Hunyuan (``hunyuan_v1_dense``,
-``hunyuan_v1_moe``) and EXAONE's MoE (``exaone_moe``) went the approximate path as unknown
-types.
+``hunyuan_v1_moe``), EXAONE's MoE (``exaone_moe``) and Arcee's AFMoE (``afmoe``) went the
+approximate path as unknown types.
 
 The truth is transformers and PEFT on the meta device (``expected_newer_moe.json``, written by
 ``tools/newer_moe_counts.py``; its ``versions``: transformers 5.24.0, PEFT 0.21.2, torch
@@ -187,3 +187,21 @@ def test_exaone_moe_reads_its_listed_mlp_kinds() -> None:
     shape = parse_config(EXPECTED["models"]["exaone_moe-gqa-listed"]["config"])
     routers = [s.layers for s in shape.linears if s.role == "router"]
     assert routers == [5]
+
+
+def test_afmoe_lora_leaves_the_attention_gate_to_the_per_expert_convention() -> None:
+    """PEFT renames every gate_proj onto the experts, the attention's output gate too: fused
+    LoRA is attention q/k/v/o, the router and the experts (32 layers, 31 sparse), 427,949,056
+    at r16; per expert adds the gate, the dense and the shared MLPs."""
+    shape = parse_config(EXPECTED["models"]["afmoe-defaults"]["config"])
+    attention = 32 * 4 * 16 * (2048 + 2048)
+    routed = 31 * (16 * (2048 + 64) + 64 * 32 * (2048 + 2816) + 64 * 16 * (1408 + 2048))
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == attention + routed == 427_949_056
+
+
+def test_afmoe_attends_in_full_every_fourth_layer_by_default() -> None:
+    config = EXPECTED["models"]["afmoe-defaults"]["config"]
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (8, 24, 1024)
+    every_eighth = kv_layout(config | {"global_attn_every_n_layers": 8}, parse_config(config))
+    assert (every_eighth.full_layers, every_eighth.sliding_layers) == (4, 28)

@@ -74,7 +74,9 @@ def hunyuan_v1_moe(cfg: Config) -> ModelShape:
     moe = Moe(experts, hunyuan_topk(cfg, experts), width, layers)
     qkv_bias, o_bias, _ = hunyuan_biases(cfg)
     linears = separate_attention(att, layers, qkv_bias=qkv_bias, o_bias=o_bias)
-    linears += moe_experts(att.hidden, moe, peft_fused=True, router_target=True)
+    # the router wg is an nn.Linear: load_in_4bit packs it like any other
+    linears += [replace(spec, packed_4bit=True) if spec.role == "router" else spec
+                for spec in moe_experts(att.hidden, moe, peft_fused=True, router_target=True)]
     linears += [replace(spec, lora_target=False)
                 for spec in gated_mlp(att.hidden, width, layers)]
     norm = (2 * layers + 1) * att.hidden + 2 * layers * att.head_dim

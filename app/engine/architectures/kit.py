@@ -137,6 +137,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "moe_topk": MAX_EXPERTS,
     # exaone_moe.py: the shared experts' count.
     "num_shared_experts": MAX_EXPERTS,
+    # afmoe.py: the first dense layers.
+    "num_dense_layers": MAX_LAYERS,
 }
 """Upper bound of every integer architecture field the engine reads.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from app.engine.architectures import (
+    afmoe,
     deepseek,
     ernie,
     exaone_moe,
@@ -43,9 +44,9 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gemma4", "gemma4_text",
     # llama.py, lfm2.py, multimodal.py, deepseek.py
     "smollm3", "qwen3_vl", "qwen3_vl_moe", "deepseek_v4", "lfm2", "olmo3",
-    # granite_hybrid.py, ernie.py, falcon_h1.py, hunyuan.py, exaone_moe.py
+    # granite_hybrid.py, ernie.py, falcon_h1.py, hunyuan.py, exaone_moe.py, afmoe.py
     "granitemoehybrid", "ernie4_5_moe", "falcon_h1", "hunyuan_v1_dense", "hunyuan_v1_moe",
-    "exaone_moe",
+    "exaone_moe", "afmoe",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -103,5 +104,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "granitemoehybrid": granite_hybrid.granitemoehybrid, "ernie4_5_moe": ernie.ernie4_5_moe,
     "falcon_h1": falcon_h1.falcon_h1,
     "hunyuan_v1_dense": hunyuan.hunyuan_v1_dense, "hunyuan_v1_moe": hunyuan.hunyuan_v1_moe,
-    "exaone_moe": exaone_moe.exaone_moe,
+    "exaone_moe": exaone_moe.exaone_moe, "afmoe": afmoe.afmoe,
 }
