@@ -172,6 +172,8 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
             for param in module.parameters(recurse=False):
                 inactive += param.numel() * (param.shape[0] - per_token) // param.shape[0]
     total = _unique_total(model)
+    named = dict(model.named_parameters())
+    linear_weights = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Linear)}
     result: dict[str, Any] = {
         "config": raw,
         "built_as": type(model).__name__,
@@ -181,6 +183,15 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         "norm": sum(p.numel() for m in model.modules() if "Norm" in type(m).__name__
                     for p in m.parameters(recurse=False)),
         "active": total - inactive,
+        # as tools/model_counts.py: nn.Linear weights but lm_head (what load_in_4bit packs),
+        # fused 3-D expert tensors, routers held as parameters
+        "linear": sum(m.weight.numel() for n, m in model.named_modules()
+                      if isinstance(m, torch.nn.Linear) and n.split(".")[-1] != "lm_head"),
+        "expert_tensors": sum(p.numel() for n, p in named.items()
+                              if p.dim() == 3 and ".experts." in f".{n}"),
+        "routers": sum(p.numel() for n, p in named.items()
+                       if p.dim() == 2 and id(p) not in linear_weights
+                       and n.endswith(("gate.weight", "router.weight"))),
         "lora_r16_per_expert": _per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
     try:

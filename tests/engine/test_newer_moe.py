@@ -9,7 +9,8 @@ The truth is transformers and PEFT on the meta device (``expected_newer_moe.json
 2.13.0): each case's config (a config class's defaults, or a release's sizes as quoted in a
 public note, the rest the class's defaults; the tool names which) built with
 ``AutoModelForCausalLM.from_config`` and counted, total, embedding, lm_head, norms and active
-parameters, then LoRA r16 ``all-linear`` as PEFT builds it (``lora_r16``) and one adapter per
+parameters, the linear split QLoRA packs (``nn.Linear`` weights beside fused expert tensors
+and parameter routers), then LoRA r16 ``all-linear`` as PEFT builds it (``lora_r16``) and one adapter per
 expert (``lora_r16_per_expert``, ``tools/moe_counts.py``'s convention)."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from app.engine import parse_config
 from app.engine.architectures.approximate import shape_of
 from app.engine.serving_kv import kv_layout
-from app.engine.states import LoraSetup, lora_trainable_params
+from app.engine.states import LoraSetup, lora_trainable_params, packed_specs
 
 EXPECTED: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
@@ -45,6 +46,16 @@ def test_parameters_equal_transformers(name: str) -> None:
     assert shape.split.lm_head == case["lm_head"]
     assert shape.split.norm == case["norm"]
     assert shape.active_params == case["active"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED["models"]))
+def test_the_4bit_split_is_what_load_in_4bit_packs(name: str) -> None:
+    """``split.linear``: every block linear layer, fused expert tensors and parameter routers
+    included; of it QLoRA packs the ``nn.Linear`` weights (lm_head aside) and nothing else."""
+    case = EXPECTED["models"][name]
+    shape = parse_config(case["config"])
+    assert shape.split.linear == case["linear"] + case["expert_tensors"] + case["routers"]
+    assert sum(spec.weight_params for spec in packed_specs(shape)) == case["linear"]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED["models"]))
