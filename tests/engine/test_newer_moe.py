@@ -10,8 +10,8 @@ The truth is transformers and PEFT on the meta device (``expected_newer_moe.json
 public note, the rest the class's defaults; the tool names which) built with
 ``AutoModelForCausalLM.from_config`` and counted, total, embedding, lm_head, norms and active
 parameters, the linear split QLoRA packs (``nn.Linear`` weights beside fused expert tensors
-and parameter routers), then LoRA r16 ``all-linear`` as PEFT builds it (``lora_r16``) and one adapter per
-expert (``lora_r16_per_expert``, ``tools/moe_counts.py``'s convention)."""
+and parameter routers), then LoRA r16 ``all-linear`` as PEFT builds it (``lora_r16``) and one
+adapter per expert (``lora_r16_per_expert``, ``tools/moe_counts.py``'s convention)."""
 
 from __future__ import annotations
 
