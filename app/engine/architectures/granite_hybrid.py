@@ -91,10 +91,8 @@ def granite_mamba_dims(cfg: Config, hidden: int, inner: int | None = None
     return heads, head_dim, inner, state, groups, kernel
 
 
-def granitemoehybrid(cfg: Config) -> ModelShape:
-    """Granite 4.0 H (module docstring)."""
-    layers = cfg.integer("num_hidden_layers")
-    hidden = cfg.integer("hidden_size")
+def granite_attention(cfg: Config, hidden: int) -> Attention:
+    """The attention layers' heads: ``head_dim`` when the config gives one, else hidden / heads."""
     heads = cfg.integer("num_attention_heads")
     kv_heads = cfg.integer("num_key_value_heads", default=heads)
     if heads % kv_heads:
@@ -104,7 +102,14 @@ def granitemoehybrid(cfg: Config) -> ModelShape:
         if hidden % heads:
             raise ShapeError("head_dim", "head_dim_indivisible")
         head_dim = hidden // heads
-    att = Attention(hidden, heads, kv_heads, head_dim)
+    return Attention(hidden, heads, kv_heads, head_dim)
+
+
+def granitemoehybrid(cfg: Config) -> ModelShape:
+    """Granite 4.0 H (module docstring)."""
+    layers = cfg.integer("num_hidden_layers")
+    hidden = cfg.integer("hidden_size")
+    att = granite_attention(cfg, hidden)
     mamba, attention = granite_layer_kinds(cfg.raw.get("layer_types"), layers)
     attention_bias = cfg.flag("attention_bias", False)
     linears = separate_attention(att, attention, qkv_bias=attention_bias, o_bias=attention_bias) \
