@@ -141,6 +141,29 @@ def test_every_error_status_reaches_the_page(walk: Any, lang: str) -> None:
     assert text(page, "#result-title") == verdict
 
 
+def test_an_answer_still_on_its_way_leaves_the_bar_of_a_bad_value_out_of_date(walk: Any) -> None:
+    """A result asked for before the customer typed a refused value arrives afterwards: its
+    verdict bar (swapped in out of band) must not mark the page fresh while the form is bad."""
+    page = _open(walk, "de", PHONE, "/serve?model=llama-3.1-8b")
+    held: list[Any] = []
+    page.route(re.compile(r"/serve$"), lambda route: held.append(route))
+    page.evaluate("window.settled = 0;"
+                  " document.addEventListener('htmx:afterSettle', () => window.settled++)")
+    page.fill("#f-users", "2")  # sent 150 ms later and held on its way
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(20)
+    assert held, "the change sent no request"
+    page.fill("#f-users", "0")  # refused by the browser: no request, the bar goes stale
+    assert "stale" in str(page.locator("#verdict-bar").get_attribute("class"))
+    held.pop().continue_()
+    page.wait_for_function("() => window.settled > 0")
+    assert "stale" in str(page.locator("#verdict-bar").get_attribute("class"))
+    assert page.locator("#verdict-bar a[aria-disabled]").count() > 0 or \
+        page.locator("#verdict-bar a[href]").count() == 0
+
+
 SERVE_BAD = (("#f-users", "0"), ("#f-users", "-5"), ("#f-users", "70000"),
              ("#f-context", "99999999999"), ("#f-users", ""), ("#f-context", ""))
 

@@ -17,7 +17,7 @@
 //    in the page's language, and the result is marked out of date.
 // 7. The phone's verdict bar goes stale with the form: from a change until its fresh result
 //    stands, it says so and its "Request a quote" link (which carries the old inputs) is
-//    disabled (issue 30, 4).
+//    disabled (issue 30, 4); an answer that arrives after a later change leaves it stale.
 // 8. The language switch keeps what was typed and is in no address (a pasted config.json, the
 //    quote form's entries): kept in this tab's sessionStorage, never sent anywhere, and put
 //    back into the same page in the other language, which then recalculates (issue 30, 6).
@@ -136,6 +136,17 @@
   });
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     sync(event.detail.target);
+  });
+  function refused(form) {
+    return Array.prototype.some.call(form.querySelectorAll("input[data-invalid]"),
+      function (field) { return !field.checkValidity(); });
+  }
+  // An answer asked for before the latest change (a refused value, or a keystroke still
+  // waiting its 150 ms) brings a fresh verdict bar, out of band, for inputs the form no longer
+  // holds: once everything has settled, the bar goes stale again.
+  document.addEventListener("htmx:afterSettle", function () {
+    var form = document.getElementById("calc") || document.getElementById("serve");
+    if (form && (pending || refused(form))) staleBar(true);
   });
   function focusMessage() {
     var message = document.querySelector("[data-focus]");
