@@ -93,7 +93,7 @@ def _whole_checkpoint(raw: dict[str, Any]) -> Any:
         return AutoModelForImageTextToText.from_config(_config(raw))
 
 
-def _unique_total(model: Any) -> int:
+def unique_total(model: Any) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
@@ -121,7 +121,7 @@ def _whole_counts(raw: dict[str, Any]) -> dict[str, Any]:
     norm = sum(p.numel() for n, m in model.named_modules() if _is_language(n)
                and "Norm" in type(m).__name__ for p in m.parameters(recurse=False))
     language_modules = [m for n, m in model.named_modules() if n.endswith("language_model")]
-    per_expert = _per_expert_lora(language_modules[0], hidden, LORA_RANK)
+    per_expert = per_expert_lora(language_modules[0], hidden, LORA_RANK)
     result: dict[str, Any] = {
         "model_type": raw["model_type"],
         "built_as": type(model).__name__,
@@ -131,7 +131,7 @@ def _whole_counts(raw: dict[str, Any]) -> dict[str, Any]:
         "norm": norm,
         "active": total - inactive,
         "lora_r16_per_expert": per_expert,
-        "tower": _unique_total(model) - total,
+        "tower": unique_total(model) - total,
     }
     assert isinstance(model.lm_head, nn.Linear)
     peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
@@ -140,7 +140,7 @@ def _whole_counts(raw: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _per_expert_lora(model: Any, hidden: int, rank: int) -> int:
+def per_expert_lora(model: Any, hidden: int, rank: int) -> int:
     from torch import nn
 
     total = 0
@@ -173,7 +173,7 @@ def _active(model: Any, per_token: int) -> int:
         for param in module.parameters(recurse=False):
             experts = param.shape[0]
             inactive += param.numel() * (experts - per_token) // experts
-    return _unique_total(model) - inactive
+    return unique_total(model) - inactive
 
 
 def counts(raw: dict[str, Any]) -> dict[str, Any]:
@@ -196,18 +196,18 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "model_type": raw["model_type"],
         "built_as": type(model).__name__,
-        "total": _unique_total(model),
+        "total": unique_total(model),
         "embedding": embedding,
         "lm_head": 0 if tied else model.lm_head.weight.numel(),
         "norm": norm,
         "active": _active(model, int(text.get("num_experts_per_tok")
                                      or text.get("top_k_experts") or 0)),
-        "lora_r16_per_expert": _per_expert_lora(model, config.hidden_size, LORA_RANK),
+        "lora_r16_per_expert": per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
     peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
     result["lora_r16"] = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     if _text_config(raw) is not None:
-        result["tower"] = _unique_total(_whole_checkpoint(raw)) - result["total"]
+        result["tower"] = unique_total(_whole_checkpoint(raw)) - result["total"]
     return result
 
 
@@ -217,9 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
 
-    import peft
-    import torch
-    import transformers
 
     existing = json.loads(args.out.read_text()) if args.out.exists() else {}
     models = dict(existing.get("models", {}))
@@ -227,15 +224,25 @@ def main(argv: list[str] | None = None) -> int:
         raw = json.loads(path.read_text())
         models[path.stem] = counts(raw)
         print(path.stem, models[path.stem], file=sys.stderr)
-        document = {  # written after each model: a long run keeps what it has counted
-            "about": "Written by tools/moe_counts.py (see its docstring for each figure).",
-            "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                         "peft": peft.__version__},
-            "lora": {"r": LORA_RANK, "target_modules": "all-linear"},
-            "models": dict(sorted(models.items())),
-        }
-        args.out.write_text(json.dumps(document, indent=1) + "\n")
+        # written after each model: a long run keeps what it has counted
+        write_counts(args.out, "tools/moe_counts.py", models)
     return 0
+
+
+def write_counts(out: Path, tool: str, models: dict[str, Any]) -> None:
+    """The truth file: the versions that counted, the LoRA setting, one entry per model."""
+    import peft
+    import torch
+    import transformers
+
+    document = {
+        "about": f"Written by {tool} (see its docstring for each figure).",
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "peft": peft.__version__},
+        "lora": {"r": LORA_RANK, "target_modules": "all-linear"},
+        "models": dict(sorted(models.items())),
+    }
+    out.write_text(json.dumps(document, indent=1) + "\n")
 
 
 if __name__ == "__main__":

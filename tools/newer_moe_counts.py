@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.model_counts import MAMBA_REFUSED
-from tools.moe_counts import LORA_RANK, _per_expert_lora, _unique_total
+from tools.moe_counts import LORA_RANK, per_expert_lora, unique_total, write_counts
 
 GRANITE_4_H_SMALL_LAYERS = ["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"] \
     + ["mamba"] * 9 + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 4
@@ -171,7 +171,7 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         if name.rsplit(".", 1)[-1] == "experts":
             for param in module.parameters(recurse=False):
                 inactive += param.numel() * (param.shape[0] - per_token) // param.shape[0]
-    total = _unique_total(model)
+    total = unique_total(model)
     named = dict(model.named_parameters())
     linear_weights = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Linear)}
     result: dict[str, Any] = {
@@ -192,7 +192,7 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         "routers": sum(p.numel() for n, p in named.items()
                        if p.dim() == 2 and id(p) not in linear_weights
                        and n.endswith(("gate.weight", "router.weight"))),
-        "lora_r16_per_expert": _per_expert_lora(model, config.hidden_size, LORA_RANK),
+        "lora_r16_per_expert": per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
     try:
         peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
@@ -215,9 +215,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*")
     args = parser.parse_args(argv)
 
-    import peft
-    import torch
-    import transformers
 
     existing = json.loads(args.out.read_text()) if args.out.exists() else {}
     models = dict(existing.get("models", {}))
@@ -226,14 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         models[name] = counts(raw)
         print(name, {k: v for k, v in models[name].items() if k != "config"}, file=sys.stderr)
-    document = {
-        "about": "Written by tools/newer_moe_counts.py (see its docstring for each figure).",
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "peft": peft.__version__},
-        "lora": {"r": LORA_RANK, "target_modules": "all-linear"},
-        "models": dict(sorted(models.items())),
-    }
-    args.out.write_text(json.dumps(document, indent=1) + "\n")
+    write_counts(args.out, "tools/newer_moe_counts.py", models)
     return 0
 
 
