@@ -54,4 +54,4 @@ def test_autogenerate_finds_no_drift_between_orm_and_migrations(engine: Engine) 
 
 
 def test_there_is_exactly_one_head() -> None:
-    assert migrate.head_revision() == "20261204_0009"
+    assert migrate.head_revision() == "20261204_0010"

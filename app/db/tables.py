@@ -253,6 +253,10 @@ class QuoteRequest(Base):
     item_slug: Mapped[str] = mapped_column(String(64))
     item_name: Mapped[str] = mapped_column(String(200))
     item_sku_price_eur_net: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    # Whether that price was the seed catalog's public list price, not yet confirmed by staff,
+    # when the customer asked: their pages keep calling it "indicative" as the result did.
+    item_price_indicative: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                        server_default=false())
     calculator_query: Mapped[str] = mapped_column(Text)
     engine_version: Mapped[str] = mapped_column(String(32))
     sizing: Mapped[dict[str, Any]] = mapped_column(JSON)

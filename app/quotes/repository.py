@@ -40,6 +40,7 @@ def to_record(row: QuoteRequest) -> QuoteRequestRecord:
         ),
         item_kind=row.item_kind, item_slug=row.item_slug, item_name=row.item_name,
         item_sku_price_eur_net=row.item_sku_price_eur_net,
+        item_price_indicative=row.item_price_indicative,
         calculator_query=row.calculator_query, engine_version=row.engine_version,
         sizing=dict(row.sizing), workload="serving" if row.workload == "serving" else "training",
     )

@@ -56,3 +56,5 @@ class QuoteRequestRecord:
     engine_version: str
     sizing: dict[str, Any]
     workload: Workload = "training"
+    item_price_indicative: bool = False
+    """``item_sku_price_eur_net`` was the seed's public list price, shown "indicative"."""

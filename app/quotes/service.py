@@ -10,13 +10,13 @@ import re
 import secrets
 from dataclasses import asdict
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
 from sqlalchemy.orm import Session
 
 from app import text_input
-from app.catalog.schemas import Catalog, GpuRecord
+from app.catalog.schemas import Catalog, GpuRecord, SystemRecord
 from app.db.tables import QuoteRequest
 from app.errors import InvalidInput, NotFound
 from app.estimates import service as estimates_service
@@ -66,13 +66,23 @@ def sold_gpu(catalog: Catalog, slug: str) -> GpuRecord:
     return gpu
 
 
-def _item(catalog: Catalog, sizing: Sizing, kind: ItemKind, slug: str) -> tuple[
-    str, Decimal | None, dict[str, Any]
-]:
+class Item(NamedTuple):
+    """The card or system a customer asks for, as the page showed it: its name, its net
+    price (None: on request), whether that price was the seed's public list price (shown
+    "indicative") and its fit in the sizing (empty when the sizing holds no row for it)."""
+
+    name: str
+    price: Decimal | None
+    indicative: bool
+    fit: dict[str, Any]
+
+
+def _item(catalog: Catalog, sizing: Sizing, kind: ItemKind, slug: str) -> Item:
     if kind == "gpu":
         gpu = sold_gpu(catalog, slug)
         fit = next((f for f in sizing.result.fits if f.gpu == slug), None)
-        return gpu.name, gpu.price_eur_net, asdict(fit) if fit else {}
+        return Item(gpu.name, gpu.price_eur_net, _indicative(gpu.price_eur_net, gpu),
+                    asdict(fit) if fit else {})
     system = catalog.system(slug)
     row = next((r for r in sizing.systems if r.system.slug == slug), None)
     fit_data: dict[str, Any] = {}
@@ -83,7 +93,13 @@ def _item(catalog: Catalog, sizing: Sizing, kind: ItemKind, slug: str) -> tuple[
             "free_bytes_per_gpu": row.free_bytes_per_gpu, "max_batch_size": row.max_batch_size,
             "setup": asdict(row.setup) if row.setup is not None else None,
         }
-    return system.name, system.price_eur_net, fit_data
+    return Item(system.name, system.price_eur_net, _indicative(system.price_eur_net, system),
+                fit_data)
+
+
+def _indicative(price: Decimal | None, record: GpuRecord | SystemRecord) -> bool:
+    """A price shown "indicative": there is one, and it is still the seed's list price."""
+    return price is not None and record.price_indicative
 
 
 def snapshot(sizing: Sizing, item_fit: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
@@ -104,7 +120,7 @@ def snapshot(sizing: Sizing, item_fit: dict[str, Any], query: dict[str, str]) ->
 
 
 def serving_item(catalog: Catalog, sizing: ServingSizing, request: ServingRequest,
-                 kind: ItemKind, slug: str) -> tuple[str, Decimal | None, dict[str, Any]]:
+                 kind: ItemKind, slug: str) -> Item:
     """The name, price and serving fit of the card or system asked for, as the Serve page
     showed its row: the card on as many cards as the customer set (``gpus``), or the system
     with all its cards tensor parallel; the fit is empty when the sizing holds no row for it
@@ -112,12 +128,13 @@ def serving_item(catalog: Catalog, sizing: ServingSizing, request: ServingReques
     if kind == "gpu":
         gpu = sold_gpu(catalog, slug)
         fit = next((f for f in sizing.result.fits if f.gpu == slug), None)
-        return gpu.name, gpu.price_eur_net, (
-            {**asdict(fit), "gpus": request.job.gpus} if fit is not None else {})
+        return Item(gpu.name, gpu.price_eur_net, _indicative(gpu.price_eur_net, gpu),
+                    {**asdict(fit), "gpus": request.job.gpus} if fit is not None else {})
     system = catalog.system(slug)
     row = next((r for r in sizing.systems if r.system.slug == slug), None)
-    return system.name, system.price_eur_net, (
-        {**asdict(row.fit), "gpu": row.gpu.slug, "gpus": row.gpus} if row is not None else {})
+    return Item(system.name, system.price_eur_net, _indicative(system.price_eur_net, system),
+                {**asdict(row.fit), "gpu": row.gpu.slug, "gpus": row.gpus}
+                if row is not None else {})
 
 
 def serving_snapshot(sizing: ServingSizing, item_fit: dict[str, Any], query: dict[str, str],
@@ -151,11 +168,11 @@ def create_request(
     sizing is remembered in (or taken from) ``estimates``, the calculator's answer cache."""
     _check(contact, partner_reference)
     sizing = estimates_service.sizing(catalog, estimate, cache=estimates)
-    name, price, item_fit = _item(catalog, sizing, item_kind, item_slug)
+    item = _item(catalog, sizing, item_kind, item_slug)
     return _store(
-        session, workload="training", item=(item_kind, item_slug, name, price),
+        session, workload="training", kind=(item_kind, item_slug), item=item,
         query=calculator_query, engine_version=sizing.result.engine_version,
-        sizing=snapshot(sizing, item_fit, calculator_query), contact=contact, locale=locale,
+        sizing=snapshot(sizing, item.fit, calculator_query), contact=contact, locale=locale,
         partner_id=partner_id, partner_reference=partner_reference)
 
 
@@ -170,11 +187,11 @@ def create_serving_request(
     Raises InvalidInput / NotFound naming the field."""
     _check(contact, partner_reference)
     sizing = serving_service.serving_sizing(catalog, serving, cache=estimates)
-    name, price, item_fit = serving_item(catalog, sizing, serving, item_kind, item_slug)
+    item = serving_item(catalog, sizing, serving, item_kind, item_slug)
     return _store(
-        session, workload="serving", item=(item_kind, item_slug, name, price),
+        session, workload="serving", kind=(item_kind, item_slug), item=item,
         query=calculator_query, engine_version=sizing.result.engine_version,
-        sizing=serving_snapshot(sizing, item_fit, calculator_query, _model_name(catalog, serving)),
+        sizing=serving_snapshot(sizing, item.fit, calculator_query, _model_name(catalog, serving)),
         contact=contact, locale=locale, partner_id=partner_id,
         partner_reference=partner_reference)
 
@@ -193,18 +210,19 @@ def _model_name(catalog: Catalog, serving: ServingRequest) -> str:
     return estimates_service.find_model(catalog, serving.model_slug).hf_id
 
 
-def _store(session: Session, *, workload: Workload,
-           item: tuple[ItemKind, str, str, Decimal | None], query: dict[str, str],
+def _store(session: Session, *, workload: Workload, kind: tuple[ItemKind, str], item: Item,
+           query: dict[str, str],
            engine_version: str, sizing: dict[str, Any], contact: Contact, locale: str,
            partner_id: int | None = None,
            partner_reference: str | None = None) -> QuoteRequestRecord:
-    kind, slug, name, price = item
+    item_kind, slug = kind
     row = QuoteRequest(
         token=secrets.token_urlsafe(TOKEN_BYTES), reference=_reference(session), locale=locale,
         name=contact.name, company=contact.company, email=contact.email,
         country=contact.country, vat_id=contact.vat_id, message=contact.message,
-        quantity=contact.quantity, item_kind=kind, item_slug=slug, item_name=name,
-        item_sku_price_eur_net=price, calculator_query=urlencode(query),
+        quantity=contact.quantity, item_kind=item_kind, item_slug=slug, item_name=item.name,
+        item_sku_price_eur_net=item.price, item_price_indicative=item.indicative,
+        calculator_query=urlencode(query),
         engine_version=engine_version, sizing=sizing, workload=workload,
         partner_id=partner_id, partner_reference=partner_reference,
     )

@@ -162,7 +162,7 @@ def _resolve_serving(request: Request, session: Session, catalog: Catalog, cache
 
     def item_fit() -> dict[str, Any]:
         sizing = serving_service.serving_sizing(catalog, calc.request(), cache=cached.estimates)
-        return quotes_service.serving_item(catalog, sizing, calc.request(), kind, slug)[2]
+        return quotes_service.serving_item(catalog, sizing, calc.request(), kind, slug).fit
 
     fit, status = sizing_page.size(catalog, calc.gpu, errors, item_fit,
                                    error_field=serve_form.engine_error_field)

@@ -425,3 +425,17 @@ def test_the_quote_page_shows_the_setup_the_customer_s_sizing_assumed(
     setup = re.search(r'<dd id="assumed-setup">([^<]*)</dd>', page)
     assert setup and setup.group(1).startswith("gradient checkpointing: "), page[:3000]
     assert re.search(r"per GPU, [\d.]+ h$", setup.group(1))
+
+
+@pytest.mark.parametrize(("language", "word"), [("en", "indicative"), ("de", "Richtpreis")])
+def test_the_desk_says_the_customer_asked_at_an_indicative_price(
+    staff_client: StaffClient, users: SessionFactory, language: str, word: str,
+) -> None:
+    """The RTX PRO 6000's seed list price was shown "indicative" on the result the customer
+    asked from; the desk's sizing snapshot says so beside the price."""
+    client, _ = staff_client(SALES)
+    request_quote(client)
+    page = client.get(f"/staff/quotes/{_reference(users)}",
+                      headers={"Accept-Language": language}).text
+    asked = re.search(r'<span id="asked-price">([^<]*)</span>', page)
+    assert asked is not None and asked.group(1).endswith(f", {word})")
