@@ -6,9 +6,11 @@ The truth is transformers and PEFT (``expected_transformers_defaults.json``, its
 transformers 5.24.0, PEFT 0.21.2, torch 2.13.0 on the meta device): each config class's
 defaults (what transformers calls the family's reference configuration), and a variant with
 the bias flags set where the class reads any, built with ``AutoModelForCausalLM.from_config``
-and counted, then wrapped with ``LoraConfig(r=16, target_modules="all-linear")``. No release's
-config.json could be copied here, so these are transformers' own configurations, not
-checkpoints."""
+and counted, then wrapped with ``LoraConfig(r=16, target_modules="all-linear")``. These are
+transformers' own configurations, not checkpoints; the releases whose config.json was found
+(ERNIE-4.5-0.3B-Base, Seed-OSS-36B-Instruct, EXAONE-4.0-32B: SOURCES.md) are held the same way
+by tests/engine/test_hf_configs.py (``expected_hybrid.json``) and below against what their
+makers publish."""
 
 from __future__ import annotations
 
@@ -19,11 +21,14 @@ from typing import Any
 import pytest
 
 from app.engine.architectures.approximate import shape_of
+from app.engine.architectures.registry import parse_config
+from app.engine.serving_kv import kv_layout
 from app.engine.states import LoraSetup, lora_trainable_params
 
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
 EXPECTED: dict[str, Any] = json.loads(
-    (Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
-     / "expected_transformers_defaults.json").read_text())
+    (CONFIGS / "expected_transformers_defaults.json").read_text())
+RELEASES: dict[str, Any] = json.loads((CONFIGS / "expected_hybrid.json").read_text())
 
 
 def test_the_counts_are_transformers_5_24_s() -> None:
@@ -38,3 +43,44 @@ def test_counted_exactly_as_transformers_builds_it(name: str) -> None:
     assert shape.approximation is None, name  # an unknown type was approximate
     assert shape.total_params == case["total"], name
     assert lora_trainable_params(shape, LoraSetup(rank=16)) == case["lora_r16"], name
+
+
+def _release(slug: str) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((CONFIGS / f"{slug}.json").read_text())
+    return config
+
+
+@pytest.mark.parametrize(("slug", "model_type"), [
+    ("ernie-4.5-0.3b-base", "ernie4_5"), ("seed-oss-36b-instruct", "seed_oss"),
+    ("exaone-4.0-32b", "exaone4"),
+])
+def test_a_release_config_is_counted_as_transformers_builds_it(slug: str, model_type: str) -> None:
+    shape = parse_config(_release(slug))
+    assert (shape.model_type, shape.approximation) == (model_type, None)
+    assert shape.total_params == RELEASES[slug]["total"]
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == RELEASES[slug]["lora_r16"]
+
+
+def test_exaone_4_32b_is_the_size_lg_publishes_without_embeddings() -> None:
+    """LG's model card: 30.95B parameters without embeddings; transformers' count less the
+    untied input and output embeddings."""
+    shape = parse_config(_release("exaone-4.0-32b"))
+    without = shape.total_params - shape.split.embedding - shape.split.lm_head
+    assert round(without / 1e9, 2) == 30.95
+
+
+def test_exaone_4_32b_serves_three_sliding_layers_of_four() -> None:
+    """Exaone4Config (transformers 5.24) makes every sliding_window_pattern-th layer full: of
+    the release's 64 layers 16 keep the whole context, 48 the last 4,096 tokens."""
+    config = _release("exaone-4.0-32b")
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (16, 48, 4096)
+    assert (layout.kv_heads, layout.head_dim) == (8, 128)
+
+
+def test_seed_oss_36b_biases_q_k_v_but_not_o() -> None:
+    """attention_bias true, attention_out_bias false: 64 layers x (q 80 x 128 + k and v
+    8 x 128 each) bias parameters, none on o_proj."""
+    config = _release("seed-oss-36b-instruct")
+    without = parse_config({**config, "attention_bias": False})
+    assert parse_config(config).total_params - without.total_params == 64 * (80 + 2 * 8) * 128
