@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,30 @@ def _build(raw: dict[str, Any]) -> Any:
         return AutoModelForCausalLM.from_config(config)
 
 
+def peft_all_linear(model: Any, rebuild: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``get_peft_model`` with LoRA r16 on ``"all-linear"``, and a note where PEFT refuses it.
+
+    PEFT refuses "all-linear" on Mamba models (``_check_lora_target_modules_mamba``: out_proj,
+    conv1d); every other linear leaf name is what a user has to list instead, counted on a
+    fresh model from ``rebuild`` (the refused call has already wrapped some layers)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    try:
+        return get_peft_model(
+            model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules="all-linear")
+        ), None
+    except ValueError as refusal:
+        if "incompatible with Mamba" not in str(refusal):
+            raise
+    model = rebuild()
+    names = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                    if isinstance(m, torch.nn.Linear)} - {"lm_head", *MAMBA_REFUSED})
+    peft_model = get_peft_model(
+        model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=names))
+    return peft_model, f"all-linear refused by PEFT; counted with target_modules={names}"
+
+
 def _unique_params(module: Any) -> dict[int, tuple[str, Any]]:
     seen: dict[int, tuple[str, Any]] = {}
     for name, param in module.named_parameters(remove_duplicate=True):
@@ -87,7 +112,6 @@ def _multimodal(model: Any) -> bool:
 def counts(raw: dict[str, Any]) -> dict[str, Any]:
     """The figures of one config (module docstring)."""
     import torch
-    from peft import LoraConfig, get_peft_model
 
     model = _build(raw)
     params = _unique_params(model)
@@ -114,24 +138,7 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         and n.endswith(("gate.weight", "router.weight"))
         and (not multimodal or _is_language(n))
     )
-    note = None
-    try:
-        peft_model = get_peft_model(
-            model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules="all-linear")
-        )
-    except ValueError as refusal:
-        if "incompatible with Mamba" not in str(refusal):
-            raise
-        # PEFT refuses "all-linear" on Mamba models (out_proj, conv1d): every other linear
-        # leaf name, which is what a user has to list instead (on a fresh model: the refused
-        # call has already wrapped some layers).
-        model = _build(raw)
-        names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                 if isinstance(m, torch.nn.Linear)} - {"lm_head", *MAMBA_REFUSED}
-        note = f"all-linear refused by PEFT; counted with target_modules={sorted(names)}"
-        peft_model = get_peft_model(
-            model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=sorted(names))
-        )
+    peft_model, note = peft_all_linear(model, lambda: _build(raw))
     lora = 0
     lora_text = 0
     for name, param in peft_model.named_parameters():

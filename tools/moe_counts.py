@@ -22,7 +22,8 @@ nothing downloaded) with the installed transformers and writes, per slug:
 * ``lora_r16_per_expert``: the alternative convention, one linear layer per expert as
   transformers 4 built them: ``r * (in + out)`` for every ``nn.Linear`` of the blocks, every
   router weight, and every expert's gate, up and down projection (the fused gate/up tensor
-  counted as two layers of half its width).
+  counted as two layers of half its width); on a model PEFT refuses "all-linear" for
+  (Mamba hybrids, ``lora_note``), the layers it refuses are left out here too.
 
 A multimodal checkpoint whose text model ``AutoModelForCausalLM`` does not map
 (``qwen3_vl_moe``: transformers 5.25 registers its text config for no causal-LM class) is
@@ -50,6 +51,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from tools.model_counts import MAMBA_REFUSED, peft_all_linear
 
 LORA_RANK = 16
 
@@ -140,12 +143,15 @@ def _whole_counts(raw: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def per_expert_lora(model: Any, hidden: int, rank: int) -> int:
+def per_expert_lora(model: Any, hidden: int, rank: int, refused: tuple[str, ...] = ()) -> int:
+    """One adapter per expert: ``r * (in + out)`` for every linear layer of the blocks but
+    those named in ``refused`` (what PEFT will not adapt on the model: a Mamba block's out_proj
+    on nemotron_h), every router weight, every expert's gate, up and down projection."""
     from torch import nn
 
     total = 0
     for name, module in model.named_modules():
-        if name.endswith("lm_head"):
+        if name.endswith("lm_head") or name.rsplit(".", 1)[-1] in refused:
             continue
         if isinstance(module, nn.Linear):
             total += rank * (module.in_features + module.out_features)
@@ -177,8 +183,6 @@ def _active(model: Any, per_token: int) -> int:
 
 
 def counts(raw: dict[str, Any]) -> dict[str, Any]:
-    from peft import LoraConfig, get_peft_model
-
     text = _text_config(raw) or raw
     try:
         model = _language_model(raw)
@@ -204,7 +208,11 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
                                      or text.get("top_k_experts") or 0)),
         "lora_r16_per_expert": per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
-    peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
+    peft_model, note = peft_all_linear(model, lambda: _language_model(raw))
+    if note is not None:  # a Mamba hybrid (nemotron_h): PEFT refuses out_proj and conv1d
+        result["lora_note"] = note
+        result["lora_r16_per_expert"] = per_expert_lora(
+            _language_model(raw), config.hidden_size, LORA_RANK, MAMBA_REFUSED)
     result["lora_r16"] = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     if _text_config(raw) is not None:
         result["tower"] = unique_total(_whole_checkpoint(raw)) - result["total"]

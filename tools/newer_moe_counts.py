@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tools.model_counts import MAMBA_REFUSED
+from tools.model_counts import peft_all_linear
 from tools.moe_counts import LORA_RANK, per_expert_lora, unique_total, write_counts
 
 GRANITE_4_H_SMALL_LAYERS = ["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"] \
@@ -155,7 +155,6 @@ CASES: dict[str, dict[str, Any]] = {
 
 def counts(raw: dict[str, Any]) -> dict[str, Any]:
     import torch
-    from peft import LoraConfig, get_peft_model
     from transformers import AutoConfig, AutoModelForCausalLM
 
     fields = dict(raw)
@@ -194,17 +193,13 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
                        and n.endswith(("gate.weight", "router.weight"))),
         "lora_r16_per_expert": per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
-    try:
-        peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules="all-linear"))
-    except ValueError as refusal:  # PEFT refuses "all-linear" on Mamba models (falcon_h1)
-        if "incompatible with Mamba" not in str(refusal):
-            raise
+    def rebuild() -> Any:
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(config)
-        names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                 if isinstance(m, torch.nn.Linear)} - {"lm_head", *MAMBA_REFUSED}
-        result["lora_note"] = f"all-linear refused by PEFT; target_modules={sorted(names)}"
-        peft_model = get_peft_model(model, LoraConfig(r=LORA_RANK, target_modules=sorted(names)))
+            return AutoModelForCausalLM.from_config(config)
+
+    peft_model, note = peft_all_linear(model, rebuild)
+    if note is not None:  # PEFT refuses "all-linear" on Mamba models (falcon_h1)
+        result["lora_note"] = note
     result["lora_r16"] = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     return result
 
