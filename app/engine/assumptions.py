@@ -166,7 +166,9 @@ ASSUMPTION_TEXTS: dict[str, str] = {
         "output, the residual, the MLP's gate and up outputs and one gradient of their width), "
         "embeddings, lm_head and norms left in bf16, expandable segments and, with gradient "
         "checkpointing, its checkpoints offloaded to CPU memory (three layer inputs stay on the"
-        " GPU)"
+        " GPU). Unsloth's own long-context figures imply about a third more memory per token "
+        "than counted here, which we did not find in its source and do not add: on a tight "
+        "card, leave that headroom"
     ),
 }
 """The English wording of each assumption (the API's and the CLI's); pages translate by key."""

@@ -78,6 +78,15 @@ losses/cross_entropy_loss.py``, ``get_chunk_size``: half the free memory, at mos
 logits a chunk), which the engine cannot know before the step; it keeps one chunk of
 ``CHUNKED_LOSS_TOKENS`` tokens. Models other than dense decoder layers with two norms and a
 gated MLP (mixtures of experts, hybrids, q/k norms) keep PEFT's layer count, the larger.
+
+Not added either: Unsloth's published long-context table (unsloth.ai/blog/llama3-3, measured
+with unslothai/unsloth ``0e0d8fc3`` of December 2024) implies about a third more per token
+than this count. A quarter of that is code changed since (``matmul_lora`` added the adapter's
+product out of place, a second tensor of the intermediate width beside ``DW``, until
+``6485cbb4``; no GPU copy buffers until unsloth-zoo ``1a257d80``); the rest is 22-23 % of the
+live tensors of the figures' code in both Llama 3.1 8B and 3.3 70B, the shape of an allocator
+reserve, which no source states (docs/accuracy.md, "The figures' own code"). The assumption
+shown with the estimate says so.
 """
 
 from __future__ import annotations
