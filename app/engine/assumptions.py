@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.engine.architectures.deepseek import MLA_MODEL_TYPES
 from app.engine.architectures.gemma4 import GEMMA4_MODEL_TYPES
+from app.engine.architectures.longcat import IDENTITY_EXPERT_TYPES, routed_picks
 from app.engine.architectures.moe import SINK_MODEL_TYPES
 from app.engine.job import Job, fsdp_gathers_bf16, fsdp_sharded, prepares_kbit
 from app.engine.overhead import layer_segments, reserve_fraction
@@ -109,6 +110,11 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "mla": "multi-head latent attention: activations of q, the keys and values expanded per "
     "head and the latent RMSNorms of the compressed q and kv, measured on whole training steps "
     "of a tiny DeepSeek-V3 (within %(within)s %%, tools/calibrate/results/cpu-moe.json)",
+    "identity_experts": "zero-computation experts: each token picks %(picks)s of the real and "
+    "identity experts, %(real)s real ones on average, which the active parameters count; the "
+    "parameters are the release's as transformers 5.25 builds them (transformers 5.17 to 5.24 "
+    "also build a gate/up tensor for every identity expert, which a fine-tune on those "
+    "versions holds on top)",
     "sinks": "attention sinks: transformers runs gpt-oss with eager attention (no SDPA path), "
     "which keeps every layer's score matrix, sliding-window layers included; the softmax over "
     "scores and sinks runs in fp32 under mixed precision, in bf16 on a bf16 base; measured on "
@@ -259,6 +265,9 @@ def _expert_items(shape: ModelShape, job: Job) -> list[Assumption]:
         items.append(("qlora_per_expert_nf4", {}))
     if shape.model_type in MLA_MODEL_TYPES:
         items.append(("mla", {"within": MEASURED_WITHIN_PERCENT}))
+    if shape.model_type in IDENTITY_EXPERT_TYPES:
+        items.append(("identity_experts", {"picks": shape.experts_per_token,
+                                           "real": routed_picks(shape)}))
     if shape.model_type in SINK_MODEL_TYPES:
         items.append(("sinks", {"within": MEASURED_WITHIN_PERCENT}))
     if shape.model_type in GEMMA4_MODEL_TYPES:

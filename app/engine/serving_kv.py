@@ -12,8 +12,9 @@ The arithmetic follows vLLM's KV cache specs (``vllm/v1/kv_cache_interface.py`` 
 * full attention (MHA/GQA): ``2 x kv_heads_per_gpu x head_dim x dtype bytes`` per token and
   layer, with ``kv_heads_per_gpu = max(1, kv_heads // tp)`` (heads are replicated when the
   tensor-parallel degree exceeds them);
-* MLA (DeepSeek-V2/V3, Kimi K2): one latent of ``kv_lora_rank + qk_rope_head_dim`` per token
-  and layer, replicated on every rank (``MLAAttentionSpec``; not divided by TP);
+* MLA (DeepSeek-V2/V3, Kimi K2; LongCat-Flash, two attention sublayers a layer): one latent
+  of ``kv_lora_rank + qk_rope_head_dim`` per token and layer, replicated on every rank
+  (``MLAAttentionSpec``; not divided by TP);
 * sliding-window layers keep at most ``window - 1 + max_num_batched_tokens`` tokens of a
   request, plus one block (``SlidingWindowSpec.max_memory_usage_bytes``);
 * linear-attention (gated DeltaNet) and Mamba layers keep one fixed state per request
@@ -71,6 +72,7 @@ from app.engine.architectures.kit import (
     Config,
     attention_dims,
 )
+from app.engine.architectures.longcat import LONGCAT_DEFAULTS, SUBLAYERS_PER_LAYER
 from app.engine.errors import EngineError
 from app.engine.shapes import ModelShape
 
@@ -319,6 +321,8 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
     nested = config.get("text_config")
     if isinstance(nested, Mapping):
         config = {**config, **{k: v for k, v in nested.items() if v is not None}}
+    if config.get("model_type") == "longcat_flash":
+        config = _longcat_sublayers(config)
     cfg = _Reader(config)
     if config.get("model_type") in GEMMA4_MODEL_TYPES:
         return _gemma4_layout(cfg)
@@ -360,6 +364,16 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
         full_layers=full, sliding_layers=sliding, window=window, linear_layers=linear,
         kv_heads=kv_heads, head_dim=head_dim, mla_latent=latent, state_elements=state,
     )
+
+
+def _longcat_sublayers(config: Mapping[str, object]) -> Mapping[str, object]:
+    """LongCat-Flash caches one MLA latent per attention sublayer, two in each of its
+    ``num_layers`` decoder layers (``architectures.longcat``); its release names no
+    ``num_hidden_layers``."""
+    if config.get("num_hidden_layers") is not None:
+        return config
+    pairs = _Reader(config).optional("num_layers") or LONGCAT_DEFAULTS["num_layers"]
+    return {**config, "num_hidden_layers": SUBLAYERS_PER_LAYER * pairs}
 
 
 def _gemma4_layout(cfg: _Reader) -> KvLayout:

@@ -170,6 +170,12 @@ ASSUMPTION_LABELS = {
     "mla": N_("multi-head latent attention: activations of q, the keys and values expanded "
               "per head and the norms of the compressed q and kv, measured on whole training "
               "steps of a small DeepSeek-V3 (within %(within)s %%)"),
+    "identity_experts": N_("zero-computation experts: each token picks %(picks)s of the real "
+                           "and identity experts, %(real)s real ones on average, which the "
+                           "active parameters count; the parameters are the release's as "
+                           "transformers 5.25 builds them (transformers 5.17 to 5.24 also "
+                           "build a gate/up tensor for every identity expert, which a "
+                           "fine-tune on those versions holds on top)"),
     "sinks": N_("attention sinks: transformers runs gpt-oss with eager attention (it has no "
                 "SDPA path), which keeps the score matrix of every layer, sliding-window layers "
                 "included; the softmax over the scores and sinks runs in fp32 under mixed "

@@ -129,6 +129,13 @@ FIELDS["exaone_moe"] = (*_COMMON, "num_experts", "num_experts_per_tok", "moe_int
 # app/engine/architectures/afmoe.py: experts, shared experts, the first dense layers.
 FIELDS["afmoe"] = (*_COMMON, "num_experts", "num_experts_per_tok", "moe_intermediate_size",
                    "num_shared_experts", "num_dense_layers")
+# app/engine/architectures/longcat.py: layer pairs, MLA ranks, real and identity experts.
+FIELDS["longcat_flash"] = (
+    "num_layers", "hidden_size", "ffn_hidden_size", "vocab_size", "num_attention_heads",
+    "max_position_embeddings", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+    "qk_nope_head_dim", "v_head_dim", "n_routed_experts", "zero_expert_num", "moe_topk",
+    "expert_ffn_hidden_size",
+)
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:
@@ -167,6 +174,7 @@ ORDINARY: dict[str, int] = dict(
     moe_num_experts=64, moe_k=6, moe_num_shared_experts=2, moe_layer_start_index=1,
     moe_layer_end_index=47, moe_layer_interval=1, mamba_d_ssm=1024, moe_topk=8,
     num_shared_experts=1, num_dense_layers=1,
+    num_layers=24, expert_ffn_hidden_size=768, zero_expert_num=64,
 )
 
 
@@ -222,6 +230,9 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
         config["mamba_d_ssm"] = heads * max(1, config["mamba_d_ssm"] // heads)
     if model_type == "hunyuan_v1_moe":
         config["moe_topk"] = min(config["moe_topk"], config["num_experts"])
+    if model_type == "longcat_flash":  # the picks are among the real and identity experts
+        config["moe_topk"] = min(config["moe_topk"],
+                                 config["n_routed_experts"] + config["zero_expert_num"])
     if model_type == "ernie4_5_moe":
         config["moe_k"] = min(config["moe_k"], config["moe_num_experts"])
     if model_type == "granitemoehybrid":  # one attention layer, the rest Mamba-2

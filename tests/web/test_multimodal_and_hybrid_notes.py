@@ -4,6 +4,7 @@ the figures (issue 16, point 1), in German and English."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
@@ -49,3 +50,19 @@ def test_lora_on_a_mamba_hybrid_says_peft_refuses_all_linear(
                                           "method": "lora"},
                              headers={"Accept-Language": "en"}).text
     assert "PEFT refuses all-linear on a Mamba hybrid" in page
+
+
+def test_longcat_flash_says_how_its_identity_experts_are_counted(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A pasted LongCat-Flash config: 12 picks, 8 of them real experts on average, and the
+    note that transformers before 5.25 builds the identity experts' gate/up tensors too."""
+    config = (Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+              / "longcat-flash-chat.json").read_text()
+    client = make_client()
+    form = {"model": "custom", "config": config, "method": "lora"}
+    english = client.post("/", data=form, headers={"Accept-Language": "en"}).text
+    assert "each token picks 12 of the real and identity experts, 8 real ones" in english
+    assert "transformers 5.17 to 5.24 also build a gate/up tensor" in english
+    german = client.post("/", data=form, headers={"Accept-Language": "de"}).text
+    assert "Jedes Token wählt 12 der echten und Identitäts-Experten, im Mittel 8" in german

@@ -60,7 +60,8 @@ from app.engine.shapes import LinearSpec, ModelShape, ShapeError
 # made an earlier SDPA check read 9.9-14.5 % under), which a GPU's memory-efficient kernel does
 # not keep.
 MLA_MODEL_TYPES: frozenset[str] = frozenset(
-    {"deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe_lite", "glm_moe_dsa"}
+    {"deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe_lite", "glm_moe_dsa",
+     "longcat_flash"}
 )
 """Multi-head latent attention: activations measured (comment above; assumption "mla")."""
 

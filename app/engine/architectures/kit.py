@@ -133,6 +133,9 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "moe_layer_interval": MAX_LAYERS,
     # falcon_h1.py: the Mamba inner width Falcon-H1 names.
     "mamba_d_ssm": MAX_INTERMEDIATE_SIZE,
+    # longcat.py: LongCat-Flash's layer pairs, expert width, identity experts and picks.
+    "num_layers": MAX_LAYERS // 2, "expert_ffn_hidden_size": MAX_INTERMEDIATE_SIZE,
+    "zero_expert_num": MAX_EXPERTS,
     # hunyuan.py: the experts a token passes (a number, or one per layer).
     "moe_topk": MAX_EXPERTS,
     # exaone_moe.py: the shared experts' count.

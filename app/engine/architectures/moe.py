@@ -61,7 +61,7 @@ from app.engine.shapes import LinearSpec, ModelShape, ParamSplit, ShapeError
 
 PEFT_FUSED_TYPES: frozenset[str] = frozenset(
     {"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa",
-     "minimax_m2"}
+     "minimax_m2", "longcat_flash"}
 )
 """Model types whose fused experts PEFT 0.21 adapts (module docstring). Not ``kimi_k25``:
 PEFT looks up the wrapped model's own type, and on ``Kimi_K25ForConditionalGeneration`` that

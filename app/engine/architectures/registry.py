@@ -24,6 +24,7 @@ from app.engine.architectures import (
     hybrid,
     lfm2,
     llama,
+    longcat,
     moe,
     multimodal,
     phi,
@@ -47,6 +48,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     # granite_hybrid.py, ernie.py, falcon_h1.py, hunyuan.py, exaone_moe.py, afmoe.py
     "granitemoehybrid", "ernie4_5_moe", "falcon_h1", "hunyuan_v1_dense", "hunyuan_v1_moe",
     "exaone_moe", "afmoe",
+    # longcat.py
+    "longcat_flash",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -105,4 +108,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "falcon_h1": falcon_h1.falcon_h1,
     "hunyuan_v1_dense": hunyuan.hunyuan_v1_dense, "hunyuan_v1_moe": hunyuan.hunyuan_v1_moe,
     "exaone_moe": exaone_moe.exaone_moe, "afmoe": afmoe.afmoe,
+    "longcat_flash": longcat.longcat_flash,
 }
