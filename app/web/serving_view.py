@@ -117,6 +117,8 @@ class ServeRow:
     warnings: tuple[FieldError, ...]
     price_indicative: bool = False
     """The seed's public list price, not yet confirmed by staff (shown "indicative")."""
+    nominal_gb: int = 0
+    """The memory each of its cards is sold with (GiB, as the card is named; 0: unknown)."""
 
     @property
     def state(self) -> str:
@@ -184,7 +186,7 @@ def _system_row(calc: ServeInput, system: SystemRecord, gpu: GpuRecord, gpus: in
         price_eur_net=system.price_eur_net, stock_status=system.stock_status,
         product_url=system.product_url, quote_url=quote_url(calc, f"system:{system.slug}"),
         recommended=False, levers=(), warnings=_warnings(fit),
-        price_indicative=system.price_indicative)
+        price_indicative=system.price_indicative, nominal_gb=gpu.memory_nominal_gb)
 
 
 def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeView:
@@ -202,7 +204,8 @@ def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeVie
                  quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
                  recommended=best is not None and fit.gpu == best.gpu,
                  levers=_levers(result.levers, fit.gpu), warnings=_warnings(fit),
-                 price_indicative=gpus[fit.gpu].price_indicative)
+                 price_indicative=gpus[fit.gpu].price_indicative,
+                 nominal_gb=gpus[fit.gpu].memory_nominal_gb)
         for fit in result.fits if fit.gpu in gpus), key=best_first))
     systems = tuple(sorted((_system_row(calc, row.system, row.gpu, row.gpus, row.fit)
                             for row in sizing.systems

@@ -128,3 +128,21 @@ def test_bad_serving_inputs_in_a_link_are_named_on_the_form_and_nothing_is_store
     posted = client.post("/quote", data={**dict(parse_qsl(urlsplit(link).query)), **CONTACT})
     assert posted.status_code == status and "sizing-errors" in posted.text
     assert _count(seeded) == 0
+
+
+@pytest.mark.parametrize(("lang", "one", "wrong"), [
+    ("en", "1 user at 8,192 tokens", "1 concurrent users"),
+    ("de", "1 Nutzer mit 8.192 Tokens", "1 gleichzeitige Nutzer"),
+])
+def test_one_user_is_one_user_on_the_form_and_the_customer_s_page(
+    make_client: object, lang: str, one: str, wrong: str,
+) -> None:
+    """The Serve page's default, one user, read "1 concurrent users at 8,192 tokens each" on
+    the quote form and /q/ (a fresh walk after issue 30's "serves 1 users")."""
+    client: TestClient = make_client()  # type: ignore[operator]
+    client.headers["Accept-Language"] = lang
+    form = client.get(_quote_link(client.get("/serve?model=llama-3.1-8b").text,
+                                  "card-rtx-pro-6000")).text
+    target = client.post("/quote", data={**_hidden(form), **CONTACT}).headers["location"]
+    for body in (form, client.get(target).text):
+        assert one in body and wrong not in body

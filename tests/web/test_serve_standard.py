@@ -139,3 +139,24 @@ def test_the_verdict_bar_comes_with_every_result(client: TestClient) -> None:
         assert "serves 1 user at" in bar.group(0)
         assert "/quote?item=" in bar.group(0) and "workload=serving" in bar.group(0)
     assert 'id="verdict-bar" class="verdict-bar ok" hx-swap-oob="true"' in fragment
+
+
+@pytest.mark.parametrize(("lang", "card", "note"), [
+    ("en", "48 GB card", "48 GiB of 2³⁰ bytes"),
+    ("de", "48-GB-Karte", "48 GiB zu 2³⁰ Byte"),
+])
+def test_cards_are_named_as_sold_and_usable_memory_is_explained_once(
+    client: TestClient, lang: str, card: str, note: str
+) -> None:
+    """As on the fine-tune page: a walk found each Serve row saying "151 GB usable" under a
+    141 GB card and "51.3 GB usable" under a 48 GB one, unexplained, which reads as an error to a
+    buyer; the rows name the card as it is sold and one note says why usable reads higher."""
+    for body in (client.get(BOTH, headers={"Accept-Language": lang}).text,
+                 client.get(BOTH, headers={**HX, "Accept-Language": lang}).text):
+        body = body.replace("\u00a0", " ")
+        row = re.search(r'<tr id="card-rtx-pro-5000-48gb".*?</th>', body, re.S)
+        assert row and f"<small>{card}</small>" in row.group(0)
+        tables = body[body.index('id="cards-title"'):]
+        assert not [small for small in re.findall(r"<small>([^<]*)</small>", tables)
+                    if "usable" in small or "nutzbar" in small]
+        assert body.count('id="gib-note"') == 1 and note in body
