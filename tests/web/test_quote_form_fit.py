@@ -37,3 +37,25 @@ def test_the_quote_form_says_whether_the_item_fits(client: TestClient, url: str,
 def test_the_warning_is_german_on_german_pages(client: TestClient) -> None:
     body = client.get(SHORT, headers={"Accept-Language": "de"}).text
     assert "Dieser Auftrag passt hier nicht" in _item_fit(body)[1]
+
+
+SERVE_FITS = "/quote?item=gpu:rtx-pro-6000&workload=serving&model=llama-3.1-8b&users=16"
+SERVE_SHORT = "/quote?item=gpu:rtx-pro-4500&workload=serving&model=llama-3.3-70b&users=64"
+
+
+@pytest.mark.parametrize(("lang", "url", "state", "words"), [
+    ("en", SERVE_FITS, "yes", "Serves this load: up to "),
+    ("en", SERVE_SHORT, "warn", "This does not serve the load as set."),
+    ("de", SERVE_FITS, "yes", "Bedient diese Last: bis zu "),
+    ("de", SERVE_SHORT, "warn", "Damit lässt sich diese Last so nicht bedienen."),
+])
+def test_the_serve_quote_form_says_it_in_a_sentence_too(
+    client: TestClient, lang: str, url: str, state: str, words: str
+) -> None:
+    """A fresh walk: the Serve form's only word on a card that cannot serve the load was
+    "Serves it? No" among eight figures, beside tokens/s it would not reach; now it says so in
+    a sentence, as the fine-tune form does."""
+    response = client.get(url, headers={"Accept-Language": lang})
+    assert response.status_code == 200
+    found_state, text = _item_fit(response.text)
+    assert found_state == state and text.startswith(words)
