@@ -84,9 +84,10 @@ with unslothai/unsloth ``0e0d8fc3`` of December 2024) implies about a third more
 than this count. A quarter of that is code changed since (``matmul_lora`` added the adapter's
 product out of place, a second tensor of the intermediate width beside ``DW``, until
 ``6485cbb4``; no GPU copy buffers until unsloth-zoo ``1a257d80``); the rest is 22-23 % of the
-live tensors of the figures' code in both Llama 3.1 8B and 3.3 70B, the shape of an allocator
-reserve, which no source states (docs/accuracy.md, "The figures' own code"). The assumption
-shown with the estimate says so.
+live tensors of the figures' code in both Llama 3.1 8B and 3.3 70B, no tensor of its source,
+and a replay of the caching allocator over the step (tools/calibrate/unsloth_replay.py) adds
+only 4-5 % (docs/accuracy.md, "The figures' own code"). The assumption shown with the estimate
+says so.
 """
 
 from __future__ import annotations
