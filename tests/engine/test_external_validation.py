@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import statistics
+from typing import Any
 
 import pytest
 
 from tools.calibrate.external import results
-from tools.calibrate.external.compare import FIGURES, FIRST_STEP, Case
+from tools.calibrate.external.compare import FIGURES, FIRST_STEP, Case, saves_inputs, to_job
 
 # Slack on a recorded median, in percentage points: the file keeps two decimals, and a change
 # that moves a median by less than half a point is noise on figures printed to 0.01 GB.
@@ -37,6 +38,14 @@ OPEN_GROUPS = {
 # torchao's NF4Tensor, which torchtune quantises with, always double-quantises its scalers:
 # to_nf4(block_size=64, scaler_block_size=256) (pytorch/ao, torchao/dtypes/nf4tensor.py).
 TORCHAO_NF4 = "nf4-dq"
+# Sources whose QLoRA rows were published before bitsandbytes 0.43.2 (2024-07-23), the first
+# release that frees each 4-bit layer's input (9e753741): every bitsandbytes they could run kept it.
+PUBLISHED_BEFORE_BNB_FIX = {
+    "litgpt-resource-tables": "lit-gpt 8641822, 2023-10-16",
+    "litgpt-config-hub": "bitsandbytes 0.42.0 pinned by litgpt",
+    "peft-docs": "huggingface/peft 6008f272, 2024-03-13",
+    "answerai-fsdp-qlora": "benchmarks_03_2024.md: February and March 2024",
+}
 
 # What to run when figures.json changes or the engine gets better (keeps fitcheck-llm's numbers).
 REFRESH = "refresh with: python -m tools.calibrate.external.results"
@@ -121,6 +130,33 @@ def test_torchtune_qlora_figures_price_torchaos_double_quantised_nf4() -> None:
     assert torchtune_qlora
     for figure in torchtune_qlora:
         assert figure["job"]["quant"] == TORCHAO_NF4, figure["id"]
+
+
+def _bitsandbytes_qlora() -> list[dict[str, Any]]:
+    figures = json.loads(FIGURES.read_text(encoding="utf-8"))["figures"]
+    return [f for f in figures if f["job"]["method"] == "qlora"
+            and f["job"].get("framework") != "torchtune"]
+
+
+def test_every_bitsandbytes_qlora_figure_prices_the_release_it_ran() -> None:
+    """A QLoRA row on bitsandbytes knows its release (stated, or ``versions.bitsandbytes_ran``
+    worked out from its date), and the engine keeps each 4-bit layer's input exactly when that
+    release predates the fix."""
+    figures = _bitsandbytes_qlora()
+    assert figures
+    for figure in figures:
+        versions = figure.get("versions")
+        old = saves_inputs(versions)
+        assert old is not None, figure["id"]
+        job = to_job(figure["job"], figure.get("precision_mode"), versions)
+        assert job.bnb_saves_inputs is old, figure["id"]
+
+
+def test_qlora_rows_published_before_the_bitsandbytes_fix_keep_the_inputs() -> None:
+    figures = [f for f in _bitsandbytes_qlora() if f["source"] in PUBLISHED_BEFORE_BNB_FIX]
+    assert {f["source"] for f in figures} == set(PUBLISHED_BEFORE_BNB_FIX)
+    for figure in figures:
+        assert saves_inputs(figure.get("versions")) is True, figure["id"]
 
 
 def test_the_overall_median_does_not_get_worse() -> None:

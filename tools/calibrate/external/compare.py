@@ -111,9 +111,14 @@ BNB_INPUTS_FREED_IN = (0, 43, 2)
 
 
 def saves_inputs(versions: dict[str, Any] | None) -> bool | None:
-    """Whether the figure's stated bitsandbytes release kept every 4-bit layer's input; None
-    when no release is stated (or only a lower bound, ``>=``), so the engine's default holds."""
-    stated = str((versions or {}).get("bitsandbytes", ""))
+    """Whether the bitsandbytes release the figure ran kept every 4-bit layer's input; None
+    when no release is known (or only a lower bound, ``>=``), so the engine's default holds.
+
+    ``bitsandbytes_ran`` is the release the run could only have had, worked out from the
+    source's date where it states none or only a lower bound (its evidence follows the
+    number); otherwise the stated ``bitsandbytes`` is read."""
+    known = versions or {}
+    stated = str(known.get("bitsandbytes_ran", known.get("bitsandbytes", "")))
     match = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", stated)
     if match is None:
         return None
