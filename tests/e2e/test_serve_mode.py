@@ -97,3 +97,23 @@ def test_a_serving_quote_from_serve_to_the_stored_request(walk: Any, artifacts: 
     assert_accessible(page, "serving quote request")
     page.screenshot(path=str(artifacts / "serve-quote.png"), full_page=True)
 
+
+
+@pytest.mark.parametrize(("locale", "labels"), [
+    ("en-US", ["Serves it?", "Most users at this context", "Tokens/s per user",
+               "Tokens/s in total", "Price"]),
+    ("de-DE", ["Schafft sie es?", "Höchstens gleichzeitige Nutzer bei diesem Kontext",
+               "Tokens/s je Nutzer", "Tokens/s insgesamt", "Preis"]),
+])
+def test_on_a_phone_each_figure_of_a_row_says_what_it_is(
+    walk: Any, locale: str, labels: list[str]
+) -> None:
+    """A fresh walk of issue 30: on a phone the tables become cards, and Serve's showed "Yes",
+    "8", "30", "237" one under another with no word of what each was (the fine-tune cards
+    label every cell); each cell now reads with its column's name, as the fine-tune page's."""
+    page = walk(locale=locale, viewport={"width": 390, "height": 844}).page
+    page.goto("/serve?model=llama-3.1-70b&weights=awq&context=32768&users=8")
+    for row in ("#card-h200-nvl", "#system-srv-2x-h200-nvl"):
+        shown = page.locator(f"{row} td:not(.links)").evaluate_all(
+            "cells => cells.map(c => getComputedStyle(c, '::before').content)")
+        assert shown == [f'"{label}: "' for label in labels], row

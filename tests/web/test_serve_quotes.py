@@ -35,7 +35,7 @@ def _quote_link(body: str, row: str) -> str:
 
 
 def _cell(body: str, row: str, css: str) -> str:
-    found = re.search(rf'<tr id="{row}".*?<td class="{css}">([^<]+)</td>', body, re.S)
+    found = re.search(rf'<tr id="{row}".*?<td class="{css}"[^>]*>([^<]+)</td>', body, re.S)
     assert found, (row, css)
     return found.group(1).strip()
 

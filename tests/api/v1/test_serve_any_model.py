@@ -52,7 +52,7 @@ def _users(page: str) -> dict[str, int]:
     """Each card row's most users, as the page shows them."""
     return {slug: int(users.replace(",", "").replace(".", ""))
             for slug, users in re.findall(
-                r'<tr id="card-([a-z0-9-]+)".*?<td class="users">([\d,.]+)</td>', page, re.S)}
+                r'<tr id="card-([a-z0-9-]+)".*?<td class="users"[^>]*>([\d,.]+)</td>', page, re.S)}
 
 
 def _api_users(document: dict[str, Any]) -> dict[str, int]:
