@@ -182,3 +182,45 @@ def test_the_h200_steps_are_shown_per_step_beside_the_cpu_grid(client: TestClien
         assert f"<code>{row['step']}</code>" in english
         total = i18n.format_number(row["engine_total_gb"], "de")
         assert f"{total}&nbsp;GB" in german
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_each_h200_row_shows_allocated_and_the_total_measured_and_estimated(
+    client: TestClient, lang: str
+) -> None:
+    """Issue 28: per step, both counters (allocated, and what the card held) beside our figure
+    for each and the error, in the row of that step, in the reader's language."""
+    published = json.loads(pages.ACCURACY_JSON.read_text(encoding="utf-8"))["h200"]
+    page = client.get("/how-we-calculate", headers={"Accept-Language": lang}).text
+    table = page[page.index('<table class="cards accuracy-h200">'):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r"<tr>\s*<td><code>(.*?)</code></td>(.*?)</tr>", table, re.S)
+    assert [step for step, _ in rows] == [row["step"] for row in published["rows"]]
+    for (_, cells), row in zip(rows, published["rows"], strict=True):
+        shown = re.findall(r"<td>(.*?)</td>", cells)
+        expected = [f"{i18n.format_number(row[key], lang)}&nbsp;{unit}" for key, unit in (
+            ("allocated_gb", "GB"), ("engine_allocated_gb", "GB"), ("allocated_error_pct", "%"),
+            ("total_gb", "GB"), ("engine_total_gb", "GB"), ("total_error_pct", "%"))]
+        assert shown == expected, row["step"]
+
+
+# What the page says of the share of Unsloth's memory no source explained, in each language.
+UNSOURCED = {
+    "en": ("we did not find: it is no tensor in the source", "we do not add it"),
+    "de": ("haben wir nicht gefunden: er ist kein Tensor der Quelle",
+           "wir rechnen ihn nicht hinzu"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(UNSOURCED))
+def test_the_unsloth_share_we_could_not_source_is_said_on_the_page(
+    client: TestClient, lang: str
+) -> None:
+    """Issue 28, point 3: where a term of Unsloth's memory cannot be sourced, the page says so
+    (the share of its published per-token rate that neither the tensors its code keeps nor a
+    replay of the caching allocator explain; tests/engine/test_framework_unsloth.py)."""
+    page = client.get("/how-we-calculate", headers={"Accept-Language": lang}).text
+    section = page[page.index('id="unsloth-basis"'):]
+    section = section[:section.index("</p>")]
+    for words in UNSOURCED[lang]:
+        assert words in section
