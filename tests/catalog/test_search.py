@@ -86,6 +86,15 @@ def test_derivatives_are_the_distills_and_fine_tunes() -> None:
     assert "deepseek-r1" not in derivatives
 
 
+@pytest.mark.parametrize("query", ["7b", "8b", "14b", "70b", "1.5b", "qwen", "llama"])
+def test_a_derivative_never_comes_before_a_model_of_its_own(query: str) -> None:
+    """Issue 30, point 1: a size or a family alone lists the base models first; the distills
+    and fine-tunes that also match come after every one of them, unless asked for."""
+    ranked = [search.is_derivative(m) for m in search.search(MODELS, query)]
+    assert True in ranked and False in ranked, query
+    assert ranked == sorted(ranked), query
+
+
 def test_the_edit_distance_counts_a_swap_as_one_edit() -> None:
     assert search._edits("qwne", "qwen") == 1
     assert search._edits("lama", "llama") == 1
