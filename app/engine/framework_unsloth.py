@@ -79,15 +79,15 @@ logits a chunk), which the engine cannot know before the step; it keeps one chun
 ``CHUNKED_LOSS_TOKENS`` tokens. Models other than dense decoder layers with two norms and a
 gated MLP (mixtures of experts, hybrids, q/k norms) keep PEFT's layer count, the larger.
 
-Not added either: Unsloth's published long-context table (unsloth.ai/blog/llama3-3, measured
-with unslothai/unsloth ``0e0d8fc3`` of December 2024) implies about a third more per token
-than this count. A quarter of that is code changed since (``matmul_lora`` added the adapter's
-product out of place, a second tensor of the intermediate width beside ``DW``, until
-``6485cbb4``; no GPU copy buffers until unsloth-zoo ``1a257d80``); the rest is 22-23 % of the
-live tensors of the figures' code in both Llama 3.1 8B and 3.3 70B, no tensor of its source,
-and a replay of the caching allocator over the step (tools/calibrate/unsloth_replay.py) adds
-only 4-5 % (docs/accuracy.md, "The figures' own code"). The assumption shown with the estimate
-says so.
+Not added either, because today's Unsloth no longer holds them: Unsloth's published
+long-context table (unsloth.ai/blog/llama3-3) was measured with unslothai/unsloth ``0e0d8fc3``
+of December 2024, which held about a third more per token than this count: ``matmul_lora``
+added the adapter's product out of place (in place since ``6485cbb4``), every attention layer
+kept RoPE tables of its own for the whole sequence (one shared module since ``63782ea3``), and
+its checkpointing had no GPU copy buffers (since unsloth-zoo ``1a257d80``). Replayed through
+the caching allocator (tools/calibrate/unsloth_replay.py), that code comes within 5 % below
+the table, and today's peaks at this count (docs/accuracy.md, "The figures' own code"). The
+assumption shown with the estimate says so.
 """
 
 from __future__ import annotations

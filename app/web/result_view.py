@@ -254,9 +254,10 @@ ASSUMPTION_LABELS = {
                             "one gradient of their width), embeddings, lm_head and norms left "
                             "in bf16, expandable segments and, with gradient checkpointing, its"
                             " checkpoints offloaded to CPU memory (three layer inputs stay on "
-                            "the GPU). Unsloth's own long-context figures imply about a third "
-                            "more memory per token than counted here, which we did not find in "
-                            "its source and do not add: on a tight card, leave that headroom"),
+                            "the GPU). Unsloth's published long-context figures are about a "
+                            "third higher per token: they were measured with its code of "
+                            "December 2024, which kept more (per-layer RoPE tables, an "
+                            "out-of-place LoRA product) and comes within 5 per cent of them"),
 }
 """The engine's assumptions (``ASSUMPTION_TEXTS``), by key, in the customer's language."""
 WARNINGS = {

@@ -12,8 +12,11 @@ batch 1. Two versions of that code:
 * ``"2024-12"``: unslothai/unsloth ``0e0d8fc3`` ("Llama 3.3 (#1393)", 2024-12-06) with
   unsloth-zoo ``ab9637ed``, with which Unsloth's long-context table was measured:
   ``Unsloth_Offloaded_Gradient_Checkpointer`` reloads each layer's input into a tensor of its
-  own, and ``matmul_lora`` and the backward add every adapter's product out of place
-  (``out += (X @ A) @ (s * B)``, ``dX += df @ upB.t() @ ...``), a temporary of the output's width.
+  own, ``matmul_lora`` and the backward add every adapter's product out of place
+  (``out += (X @ A) @ (s * B)``, ``dX += df @ upB.t() @ ...``), a temporary of the output's width,
+  and every attention layer keeps RoPE tables of its own for the whole sequence (its own
+  ``rotary_emb``, one per layer on transformers up to 4.47.1; a shared one since unsloth
+  ``63782ea3``, 2025-01-07), built in the first step's forward (:meth:`_Step.rope_cache`).
 
 Only blocks that grow with the tokens are replayed (the dequantised weights, the adapters and
 their gradients are fixed and small beside them at long context). The allocator follows
@@ -42,6 +45,10 @@ BLOCK_ROUND_BYTES = 512
 SPLIT_REMAINDER_BYTES = 1 << 20
 BF16, FP32 = 2, 4
 SMALL_POOL = -1
+ROPE_CACHE_TABLES = 2
+"""cos and sin: each layer's own RoPE cache in the figures' code, ``head_dim`` values a position."""
+ROPE_POSITIONS_STEP = 8192
+"""``extend_rope_embedding`` grows the cache to a multiple of 8,192 positions."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -149,11 +156,32 @@ class _Step:
         self.temporary(BF16 * width)
         return out
 
-    def layer(self, grad: bool) -> tuple[Block, list[Block]]:
+    def rope_cache(self) -> None:
+        """The figures' code gives every attention layer its own RoPE module, whose
+        ``extend_rope_embedding`` rebuilds cos and sin for the sequence rounded up to 8,192
+        positions (``_set_cos_sin_cache``: positions as int64 then fp32, their outer product
+        with ``inv_freq``, its doubled fp32 copy, the fp32 cos and sin) and keeps them in bf16."""
+        d = self.s.head_dim
+        positions = -(-self.tokens // ROPE_POSITIONS_STEP) * ROPE_POSITIONS_STEP
+        grow = self.pool.malloc
+        t = grow(8 * positions)
+        t32 = grow(FP32 * positions)
+        self.gone(t)
+        freqs = grow(FP32 * d // 2 * positions)
+        emb = grow(FP32 * d * positions)
+        for _ in range(ROPE_CACHE_TABLES):
+            table = grow(FP32 * d * positions)
+            grow(BF16 * d * positions)  # kept for the run
+            self.gone(table)
+        self.gone(t32, freqs, emb)
+
+    def layer(self, grad: bool, first_step: bool = False) -> tuple[Block, list[Block]]:
         """One decoder layer's forward from its input; with ``grad`` what it saves stays."""
         s = self.s
         n1, r1 = self.new(BF16 * s.hidden_size), self.new(FP32)  # the norm's output and rstd
         q, k, v = (self.matmul_lora(w) for w in (s.q_width, s.kv_width, s.kv_width))
+        if first_step and not self.today:
+            self.rope_cache()
         attn, lse = self.new(BF16 * s.q_width), self.new(FP32 * s.num_heads)
         o = self.matmul_lora(s.hidden_size)
         if not grad:
@@ -203,7 +231,7 @@ class _Step:
         x, layers = self.new(h), self.s.num_layers
         last_input = None
         for index in range(layers):
-            y, _ = self.layer(grad=False)
+            y, _ = self.layer(grad=False, first_step=True)
             if self.today and index == layers - 1:
                 last_input = x
             else:
