@@ -26,13 +26,16 @@ nothing downloaded) with the installed transformers and writes, per slug:
   (Mamba hybrids, ``lora_note``), the layers it refuses are left out here too.
 
 A multimodal checkpoint whose text model ``AutoModelForCausalLM`` does not map
-(``qwen3_vl_moe``: transformers 5.25 registers its text config for no causal-LM class) is
-built whole (``AutoModelForImageTextToText``) and every figure is taken from the modules under
-``language_model`` and ``lm_head`` (``lora_r16``: the trainable parameters PEFT builds there
-when wrapping the whole checkpoint).
+(``qwen3_vl_moe``: transformers 5.25 registers its text config for no causal-LM class), or
+whose ``text_config`` names no model type (MiniMax-M3's: the checkpoint's config class fills
+it in), is built whole (``AutoModelForImageTextToText``) and every figure is taken from the
+modules under ``language_model`` and ``lm_head`` (``lora_r16``: the trainable parameters PEFT
+builds there when wrapping the whole checkpoint).
 
 Model types transformers does not register but whose ``architectures`` it builds are mapped:
-``kimi_k2`` (Kimi K2's own name for ``DeepseekV3ForCausalLM``) is built as ``deepseek_v3``.
+``kimi_k2`` (Kimi K2's own name for ``DeepseekV3ForCausalLM``) is built as ``deepseek_v3``;
+``minimax_m3`` (MiniMax-M3's flat text config, ``MiniMaxM3ForCausalLM``) as
+``minimax_m3_vl_text``, whose config class reads the same keys.
 ``quantization_config`` is dropped (the counts are of the bf16 module tree; gpt-oss's MXFP4
 expert blocks hold the same number of parameters).
 
@@ -57,7 +60,7 @@ from tools.model_counts import MAMBA_REFUSED, peft_all_linear
 LORA_RANK = 16
 
 # Model types whose checkpoints name an architecture transformers builds under another type.
-BUILT_AS: dict[str, str] = {"kimi_k2": "deepseek_v3"}
+BUILT_AS: dict[str, str] = {"kimi_k2": "deepseek_v3", "minimax_m3": "minimax_m3_vl_text"}
 
 
 def _text_config(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -184,6 +187,8 @@ def _active(model: Any, per_token: int) -> int:
 
 def counts(raw: dict[str, Any]) -> dict[str, Any]:
     text = _text_config(raw) or raw
+    if _text_config(raw) is not None and "model_type" not in text:  # MiniMax-M3's text_config
+        return _whole_counts(raw)
     try:
         model = _language_model(raw)
     except ValueError as refusal:

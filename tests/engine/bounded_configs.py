@@ -136,6 +136,18 @@ FIELDS["longcat_flash"] = (
     "qk_nope_head_dim", "v_head_dim", "n_routed_experts", "zero_expert_num", "moe_topk",
     "expert_ffn_hidden_size",
 )
+# app/engine/architectures/minimax_m3.py: experts, the dense and shared MLPs' widths, the
+# indexer's heads; the checkpoint's vision tower and projector.
+FIELDS["minimax_m3"] = FIELDS["minimax_m3_vl_text"] = (
+    *_COMMON, "num_local_experts", "num_experts_per_tok", "dense_intermediate_size",
+    "shared_intermediate_size", "index_n_heads", "index_head_dim")
+VISION_FIELDS["minimax_m3_vl"] = ("hidden_size", "intermediate_size", "num_hidden_layers",
+                                  "num_channels", "patch_size", "temporal_patch_size",
+                                  "spatial_merge_size")
+TOP_FIELDS["minimax_m3_vl"] = ("projector_hidden_size",)
+TEXT_FIELDS["minimax_m3_vl"] = FIELDS["minimax_m3"]
+FIELDS["minimax_m3_vl"] = tuple(dict.fromkeys(
+    (*FIELDS["minimax_m3"], *VISION_FIELDS["minimax_m3_vl"], "projector_hidden_size")))
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:
@@ -175,6 +187,8 @@ ORDINARY: dict[str, int] = dict(
     moe_layer_end_index=47, moe_layer_interval=1, mamba_d_ssm=1024, moe_topk=8,
     num_shared_experts=1, num_dense_layers=1,
     num_layers=24, expert_ffn_hidden_size=768, zero_expert_num=64,
+    num_shared_experts=1, num_dense_layers=1, dense_intermediate_size=6144,
+    projector_hidden_size=2048,
 )
 
 
@@ -233,6 +247,11 @@ def config_at(model_type: str, values: dict[str, int]) -> dict[str, Any]:
     if model_type == "longcat_flash":  # the picks are among the real and identity experts
         config["moe_topk"] = min(config["moe_topk"],
                                  config["n_routed_experts"] + config["zero_expert_num"])
+    if model_type in ("minimax_m3", "minimax_m3_vl_text", "minimax_m3_vl"):
+        # the first layer dense, the others sparse with the indexer (the release's pattern)
+        layers = text["num_hidden_layers"]
+        text["mlp_layer_types"] = ["dense"] + ["sparse"] * (layers - 1)
+        text["layer_types"] = ["full_attention"] + ["minimax_m3_sparse"] * (layers - 1)
     if model_type == "ernie4_5_moe":
         config["moe_k"] = min(config["moe_k"], config["moe_num_experts"])
     if model_type == "granitemoehybrid":  # one attention layer, the rest Mamba-2

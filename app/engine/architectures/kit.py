@@ -142,6 +142,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "num_shared_experts": MAX_EXPERTS,
     # afmoe.py: the first dense layers.
     "num_dense_layers": MAX_LAYERS,
+    # minimax_m3.py: the dense layers' MLP width, the vision projector's.
+    "dense_intermediate_size": MAX_INTERMEDIATE_SIZE, "projector_hidden_size": MAX_HIDDEN_SIZE,
 }
 """Upper bound of every integer architecture field the engine reads.
 

@@ -25,6 +25,7 @@ from app.engine.architectures import (
     lfm2,
     llama,
     longcat,
+    minimax_m3,
     moe,
     multimodal,
     phi,
@@ -50,6 +51,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "exaone_moe", "afmoe",
     # longcat.py
     "longcat_flash",
+    # minimax_m3.py
+    "minimax_m3_vl", "minimax_m3_vl_text", "minimax_m3",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -109,4 +112,7 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "hunyuan_v1_dense": hunyuan.hunyuan_v1_dense, "hunyuan_v1_moe": hunyuan.hunyuan_v1_moe,
     "exaone_moe": exaone_moe.exaone_moe, "afmoe": afmoe.afmoe,
     "longcat_flash": longcat.longcat_flash,
+    "minimax_m3_vl": minimax_m3.minimax_m3_vl,
+    "minimax_m3_vl_text": lambda cfg: minimax_m3.minimax_m3_text(cfg),
+    "minimax_m3": lambda cfg: minimax_m3.minimax_m3_text(cfg, "minimax_m3"),
 }
