@@ -187,8 +187,7 @@ ORDINARY: dict[str, int] = dict(
     moe_layer_end_index=47, moe_layer_interval=1, mamba_d_ssm=1024, moe_topk=8,
     num_shared_experts=1, num_dense_layers=1,
     num_layers=24, expert_ffn_hidden_size=768, zero_expert_num=64,
-    num_shared_experts=1, num_dense_layers=1, dense_intermediate_size=6144,
-    projector_hidden_size=2048,
+    dense_intermediate_size=6144, projector_hidden_size=2048,
 )
 
 
