@@ -37,11 +37,7 @@ SLUGS = sorted(path.stem for path in CONFIGS.glob("*.json")
 
 # Real configs no builder counts yet, with what the page says instead (an approximate estimate
 # naming the part it could not count); strict: the mark must go when a builder counts one.
-NOT_YET_EXACT = {
-    "minimax-m3-nvfp4": "minimax_m3_vl has no builder: sized approximately, within 0.5 % of "
-    "transformers' language model, and the page says its vision tower is not counted "
-    "(test_approximate.py); transformers 5.24 builds it, so it can be counted exactly",
-}
+NOT_YET_EXACT: dict[str, str] = {}
 
 
 def _config(slug: str) -> dict[str, Any]:
