@@ -106,6 +106,7 @@ MULTIMODAL = {
     "gemma-4-e4b-it": "gemma4", "mistral-small-3.1-24b-instruct-2503": "mistral3",
     "qwen3.5-27b": "qwen3_5", "qwen3.6-35b-a3b": "qwen3_5_moe",
     "qwen3-vl-8b-instruct": "qwen3_vl", "qwen3-vl-30b-a3b-instruct": "qwen3_vl_moe",
+    "llama-4-scout-17b-16e-instruct": "llama4", "llama-4-maverick-17b-128e-instruct": "llama4",
 }
 
 
