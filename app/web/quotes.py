@@ -31,7 +31,7 @@ from app.config import Settings
 from app.errors import Conflict, InvalidInput, NotFound
 from app.estimates import serving as serving_service
 from app.html import htmx
-from app.html.forms import N_, FieldErrors, FormBody, read_form
+from app.html.forms import N_, FieldError, FieldErrors, FormBody, read_form
 from app.html.templating import render
 from app.http.session import DbSession
 from app.ops.clients import client_identity
@@ -98,6 +98,31 @@ def shop_quote_url(settings: Settings, record: QuoteRequestRecord) -> str | None
     )
 
 
+def item_label(catalog: Catalog, kind: str, slug: str) -> FieldError:
+    """The card or system a quote is about, named as the result rows name it: a card by its
+    name, a system in the page's language ("Server mit 4× NVIDIA H200 NVL und NVLink"), not
+    by its catalog name, which the stored request keeps for the desk. NotFound if the catalog
+    has no such item."""
+    if kind == "gpu":
+        return FieldError(catalog.gpu(slug).name)
+    system = catalog.system(slug)
+    gpu = next((gpu for gpu in catalog.gpus if gpu.slug == system.gpu_slug), None)
+    return result_view.system_name(system, gpu)
+
+
+def _stored_item_label(catalog: Catalog, record: QuoteRequestRecord) -> FieldError:
+    """The customer page's name of the item asked for: as the result named it while the
+    catalog still holds that item under the name the request stored, else the stored name."""
+    try:
+        current = (catalog.gpu(record.item_slug).name if record.item_kind == "gpu"
+                   else catalog.system(record.item_slug).name)
+    except NotFound:
+        return FieldError(record.item_name)
+    if current != record.item_name:
+        return FieldError(record.item_name)
+    return item_label(catalog, record.item_kind, record.item_slug)
+
+
 @dataclass(frozen=True)
 class _Asked:
     """What a quote form is about: the calculator input, the item, and its sizing.
@@ -110,7 +135,8 @@ class _Asked:
     calc: CalculatorInput | ServeInput
     kind: ItemKind
     slug: str
-    name: str
+    name: FieldError
+    """What the result called the item (:func:`item_label`)."""
     catalog: Catalog
     query: dict[str, str]
     """The calculator's inputs the form carries along (hidden) and the request keeps."""
@@ -131,7 +157,7 @@ def _resolve(request: Request, session: Session, cached: Caches,
     if item is None:
         raise NotFound("no such card or system", field="item")
     kind, slug = item
-    name = catalog.gpu(slug).name if kind == "gpu" else catalog.system(slug).name
+    name = item_label(catalog, kind, slug)
     if data.get("workload") == "serving":
         return _resolve_serving(request, session, catalog, cached, data, kind, slug, name)
     calc, calc_errors = calc_form.parse(data)
@@ -150,7 +176,8 @@ def _resolve(request: Request, session: Session, cached: Caches,
 
 
 def _resolve_serving(request: Request, session: Session, catalog: Catalog, cached: Caches,
-                     data: Mapping[str, str], kind: ItemKind, slug: str, name: str) -> _Asked:
+                     data: Mapping[str, str], kind: ItemKind, slug: str,
+                     name: FieldError) -> _Asked:
     """A quote link from /serve: every Serve input parsed as the Serve page parses it and the
     item's row of that serving sizing; a refused input is kept beside its field's name. A
     Hugging Face repository id is looked up as the Serve page looks it up."""
@@ -247,11 +274,13 @@ def quote_request_page(request: Request, session: DbSession, token: str,
                        errors: FieldErrors | None = None, status: int = 200) -> HTMLResponse:
     """The customer's permanent page for one request (NotFound renders the 404 page)."""
     record = quotes_service.get_request(session, token=token)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     settings: Settings = request.app.state.settings
     priced = desk.get_sent_quote(session, token=token, vat=desk.VatPolicy.of(settings))
     return render(
         request, REQUEST_TEMPLATE,
         {"record": record, "shop_url": shop_quote_url(settings, record),
+         "item_label": _stored_item_label(catalog, record),
          "item_kind": _kind(record.item_kind),
          "result": record.sizing.get("result", {}), "item_fit": record.sizing.get("item_fit", {}),
          "workload": record.workload, "inputs": record.sizing.get("calculator", {}),

@@ -55,3 +55,18 @@ def htmx(request: pytest.FixtureRequest) -> bool:
     """HTML tests run twice: as a full page and as the htmx fragment."""
     flag: bool = request.param
     return flag
+
+
+@pytest.fixture(params=["en", "de"])
+def lang(request: pytest.FixtureRequest) -> str:
+    """Tests of what a page says run in English and in German."""
+    value: str = request.param
+    return value
+
+
+@pytest.fixture
+def lang_client(make_client: Callable[..., TestClient], lang: str) -> TestClient:
+    """A client on the seeded database asking for pages in ``lang``."""
+    client = make_client()
+    client.headers["Accept-Language"] = lang
+    return client

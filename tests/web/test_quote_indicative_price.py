@@ -53,15 +53,12 @@ def _stored_flag(factory: SessionFactory) -> bool:
         return session.scalars(select(QuoteRequest.item_price_indicative)).one()
 
 
-@pytest.mark.parametrize("locale", ["en", "de"])
 @pytest.mark.parametrize("workload", ["training", "serving"])
 def test_a_seed_price_stays_indicative_on_the_customer_s_page(
-    make_client: Callable[..., TestClient], seeded: SessionFactory, locale: str, workload: str,
+    lang_client: TestClient, seeded: SessionFactory, lang: str, workload: str,
 ) -> None:
-    client = make_client()
-    client.headers["Accept-Language"] = locale
-    price = _asked_price(client, workload)
-    assert WORD[locale] in price
+    price = _asked_price(lang_client, workload)
+    assert WORD[lang] in price
     assert _stored_flag(seeded) is True
 
 
