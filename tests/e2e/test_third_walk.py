@@ -45,11 +45,12 @@ def _answer(page: Any, field: str, value: str, message: str) -> str:
     return text(page, message)
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 @pytest.mark.parametrize("lang", ["en", "de"])
 def test_the_search_sizes_the_model_meant_and_says_when_nothing_matches(
-    walk: Any, lang: str
+    walk: Any, lang: str, viewport: dict[str, int]
 ) -> None:
-    page = _open(walk, lang, DESKTOP, "/?model=qwen3-8b&method=lora")
+    page = _open(walk, lang, viewport, "/?model=qwen3-8b&method=lora")
     page.fill("#f-q", "llama 70b")
     page.wait_for_function(
         "() => document.querySelector('.model-line').innerText.includes('Llama-3.3-70B')")
