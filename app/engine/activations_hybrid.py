@@ -11,7 +11,8 @@ its backward (``torch.autograd.graph.saved_tensors_hooks``, storages counted onc
 bf16 autocast, on transformers 5.24's ``Qwen3NextGatedDeltaNet`` at 6 geometries and
 ``NemotronHMamba2Mixer`` at 8 (heads, head widths, state sizes, groups varied), 512 tokens,
 fitted by least squares (largest residual 0.1 % for LoRA's frozen base, 0.8 % for full
-fine-tuning); whole training steps of scaled-down models are held to the engine in
+fine-tuning), Mamba-2 at its chunk of 128 tokens and scaled to other chunks below; whole
+training steps of scaled-down models are held to the engine in
 ``tools/calibrate/results/cpu-hybrid.json``. Those are the PyTorch reference paths
 transformers runs without the optional kernels (``flash-linear-attention``, ``mamba_ssm``,
 ``causal_conv1d``): they keep fp32 copies of q, k, v, the chunk matrices and a state per
@@ -52,6 +53,18 @@ MAMBA_EXPANDED_KEY: Final = 12
 MAMBA_STATE_NUM, MAMBA_STATE_DEN = 441, 12_800
 # Full fine-tuning keeps 9 V more (the fit under autocast less the weight copies).
 MAMBA_FULL_VALUE_EXTRA: Final = 9
+# The chunk length of that fit. transformers' torch_forward keeps, per head and chunk, matrices
+# of chunk x chunk (the segment sums and their decay): per token the head term grows with the
+# chunk, and the chunk states, one per chunk, shrink with it. Measured on whole steps of a
+# Granite-4.0-H-like tiny model (no experts, full fine-tuning, b2 x 1024) at 128 and 256:
+# 7,980 bytes more per token and Mamba layer at 256, where these two scalings give 8,078.
+MAMBA_FIT_CHUNK: Final = 128
+# The fit's mixer gates its output through an RMSNorm (Nemotron-H's, in fp32). Without it
+# (Falcon-H1's mamba_rms_norm false) the mixer keeps 10 V less on a frozen base and 8 V less
+# when trained: whole steps of a tiny Falcon-H1 with and without it (b2 x 1024, 4 layers,
+# V 512: 5,128 and 4,107 bytes per token and layer; tools/calibrate/results/cpu-hybrid.json).
+MAMBA_GATED_NORM_VALUE: Final = 10
+MAMBA_GATED_NORM_FULL_VALUE: Final = 8
 
 # Qwen's hybrid attention multiplies its output by a sigmoid gate from q_proj's second half:
 # the gate and its sigmoid, bf16, 4 bytes per q width.
@@ -66,9 +79,15 @@ def mixer_bytes_per_token(mixer: MixerLayers, *, trained: bool) -> int:
                   + DELTANET_VALUE * mixer.value_dim + DELTANET_HEAD * mixer.heads
                   + mixer.heads * mixer.state_per_head // DELTANET_STATE_DIVISOR)
         return frozen + (DELTANET_FULL_VALUE_EXTRA * mixer.value_dim if trained else 0)
+    chunk = mixer.chunk_size or MAMBA_FIT_CHUNK
     frozen = (MAMBA_VALUE * mixer.value_dim + MAMBA_KEY * mixer.key_dim
-              + MAMBA_HEAD * mixer.heads + MAMBA_EXPANDED_KEY * mixer.expanded_key_dim
-              + mixer.heads * mixer.state_per_head * MAMBA_STATE_NUM // MAMBA_STATE_DEN)
+              + MAMBA_HEAD * mixer.heads * chunk // MAMBA_FIT_CHUNK
+              + MAMBA_EXPANDED_KEY * mixer.expanded_key_dim
+              + mixer.heads * mixer.state_per_head * MAMBA_STATE_NUM * MAMBA_FIT_CHUNK
+              // (MAMBA_STATE_DEN * chunk))
+    if not mixer.gated_norm:
+        frozen -= (MAMBA_GATED_NORM_FULL_VALUE if trained else MAMBA_GATED_NORM_VALUE
+                   ) * mixer.value_dim
     return frozen + (MAMBA_FULL_VALUE_EXTRA * mixer.value_dim if trained else 0)
 
 
@@ -77,12 +96,14 @@ def average_layer_bytes(shape: ModelShape, *, attention: int, mlp: int, norms: i
     """The average over the layers of a hybrid's per-token bytes.
 
     ``attention``: one attention layer's own tensors; ``mlp``: one MLP (or experts) layer's;
-    ``norms``: one norm's (Qwen's hybrids have two per layer, Nemotron-H one per block);
+    ``norms``: one norm's, counted ``norms_per_layer`` times a layer (Qwen's hybrids, Granite
+    4.0 H and Falcon-H1 two, Nemotron-H one a block; the gated RMSNorm inside a Mamba-2 mixer
+    is in the mixer's own terms);
     ``adapters_total``: every LoRA adapter's, all layers together."""
     mixer = shape.mixer
     assert mixer is not None
     blocks = shape.num_layers
-    norm_count = 2 * blocks if mixer.kind == "gated_deltanet" else blocks
+    norm_count = shape.norms_per_layer * blocks
     gate = OUTPUT_GATE_BYTES * shape.q_width if mixer.kind == "gated_deltanet" else 0
     total = (mixer.attention_layers * (attention + gate)
              + mixer.layers * mixer_bytes_per_token(mixer, trained=trained)

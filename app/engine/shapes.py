@@ -136,6 +136,13 @@ class MixerLayers:
     heads: int
     state_per_head: int
     conv_dim: int
+    # Mamba-2's chunk length in tokens (``chunk_size``, ``mamba_chunk_size``): transformers'
+    # PyTorch path keeps a chunk x chunk matrix per head and chunk (activations_hybrid.py).
+    # 0 for Gated DeltaNet, whose chunks are 64 tokens in transformers' code.
+    chunk_size: int = 0
+    # Whether the Mamba-2 mixer gates its output through an RMSNorm (Falcon-H1's
+    # ``mamba_rms_norm``; always in Nemotron-H and Granite 4.0 H).
+    gated_norm: bool = True
 
 
 @dataclass(frozen=True, slots=True)

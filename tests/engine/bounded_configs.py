@@ -38,6 +38,7 @@ FIELDS["nemotron_h"] = (
     *tuple(f for f in _COMMON if f != "num_hidden_layers"), "mamba_num_heads", "mamba_head_dim",
     "ssm_state_size", "n_groups", "conv_kernel", "n_routed_experts", "num_experts_per_tok",
     "moe_intermediate_size", "moe_shared_expert_intermediate_size", "moe_latent_size",
+    "chunk_size",
 )
 FIELDS["falcon"] = ("num_hidden_layers", "hidden_size", "vocab_size", "num_attention_heads",
                     "num_kv_heads", "ffn_hidden_size", "num_ln_in_parallel_attn",
@@ -113,14 +114,14 @@ FIELDS["deepseek_v4"] = (
 # be the inner width over the heads), the shared MLP, the experts.
 FIELDS["granitemoehybrid"] = (*_COMMON, "mamba_n_heads", "mamba_d_state", "mamba_n_groups",
                               "mamba_d_conv", "mamba_expand", "shared_intermediate_size",
-                              "num_local_experts", "num_experts_per_tok")
+                              "num_local_experts", "num_experts_per_tok", "mamba_chunk_size")
 # app/engine/architectures/ernie.py: ERNIE 4.5's expert names and layer schedule.
 FIELDS["ernie4_5_moe"] = (*_COMMON, "moe_num_experts", "moe_k", "moe_intermediate_size",
                           "moe_num_shared_experts", "moe_layer_start_index",
                           "moe_layer_end_index", "moe_layer_interval")
 # app/engine/architectures/falcon_h1.py: the Mamba-2 sizes, its inner width mamba_d_ssm.
 FIELDS["falcon_h1"] = (*_COMMON, "mamba_n_heads", "mamba_d_state", "mamba_n_groups",
-                       "mamba_d_conv", "mamba_d_ssm")
+                       "mamba_d_conv", "mamba_d_ssm", "mamba_chunk_size")
 # app/engine/architectures/hunyuan.py: experts and the experts a token passes.
 FIELDS["hunyuan_v1_moe"] = (*_COMMON, "num_experts", "moe_topk")
 # app/engine/architectures/exaone_moe.py: experts, shared experts, the first dense layers.
@@ -188,6 +189,7 @@ ORDINARY: dict[str, int] = dict(
     num_shared_experts=1, num_dense_layers=1,
     num_layers=24, expert_ffn_hidden_size=768, zero_expert_num=64,
     dense_intermediate_size=6144, projector_hidden_size=2048,
+    chunk_size=128, mamba_chunk_size=256,
 )
 
 

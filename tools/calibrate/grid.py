@@ -237,15 +237,21 @@ def qlora_cases() -> list[dict[str, Any]]:
 
 def hybrid_cases() -> list[dict[str, Any]]:
     """Layers that are not attention (results/cpu-hybrid.json, issue 16): Gated DeltaNet
-    (Qwen3-Next with experts, Qwen3.5 dense) and Mamba-2 (Nemotron-H), full fine-tuning and
+    (Qwen3-Next with experts, Qwen3.5 dense) and Mamba-2 (Nemotron-H; Granite 4.0 H and
+    Falcon-H1, two norms a layer, issue 29), full fine-tuning and
     LoRA, with and without checkpointing, at two lengths. transformers' torch paths run here
     (no flash-linear-attention or mamba_ssm kernels on a CPU)."""
     QN, Q5, NH = "tiny-qwen3next", "tiny-qwen35", "tiny-nemotronh"
+    GH, FH = "tiny-granitehybrid", "tiny-falconh1"
     cases = []
-    # PEFT refuses "all-linear" on Nemotron-H (a Mamba block's out_proj): every other linear.
+    # PEFT refuses "all-linear" on Nemotron-H and Falcon-H1 (a Mamba block's out_proj): every
+    # other linear. Granite 4.0 H is not on PEFT's Mamba list: all-linear.
     nemotron_targets = ["in_proj", "q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj"]
-    for cfg in (QN, Q5, NH):
-        targets: str | list[str] = nemotron_targets if cfg == NH else "all-linear"
+    falcon_targets = ["in_proj", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                      "down_proj"]
+    for cfg in (QN, Q5, NH, GH, FH):
+        targets: str | list[str] = (nemotron_targets if cfg == NH else falcon_targets
+                                    if cfg == FH else "all-linear")
         cases += [
             _c(cfg, "full", 1, 512),
             _c(cfg, "full", 2, 1024),
@@ -254,6 +260,9 @@ def hybrid_cases() -> list[dict[str, Any]]:
             _c(cfg, "lora", 2, 1024, targets=targets),
             _c(cfg, "lora", 1, 2048, gc=True, targets=targets),
         ]
+    # Falcon-H1 without the mixer's gated RMSNorm (mamba_rms_norm false, its config's default).
+    cases += [_c(f"{FH}-nonorm", "full", 2, 1024),
+              _c(f"{FH}-nonorm", "lora", 2, 1024, targets=falcon_targets)]
     return cases
 
 

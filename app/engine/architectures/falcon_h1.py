@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from app.engine.architectures.granite_hybrid import granite_mamba_dims
+from app.engine.architectures.granite_hybrid import granite_mamba_dims, mamba_chunk
 from app.engine.architectures.kit import (
     Config,
     assemble,
@@ -72,7 +72,8 @@ def falcon_h1(cfg: Config) -> ModelShape:
     mixer = MixerLayers(
         "mamba2", layers, attention_layers=layers, mlp_layers=layers, key_dim=groups * state,
         expanded_key_dim=heads * state, value_dim=inner, heads=heads,
-        state_per_head=head_dim * state, conv_dim=conv_dim,
+        state_per_head=head_dim * state, conv_dim=conv_dim, chunk_size=mamba_chunk(cfg),
+        gated_norm=cfg.flag("mamba_rms_norm", False),
     )
     return replace(shape, split=replace(shape.split, other=shape.split.other + other),
                    mixer=mixer)

@@ -42,7 +42,7 @@ from app.engine.shapes import LinearSpec, MixerLayers, ModelShape, ShapeError
 GRANITE_HYBRID_DEFAULTS: Final = {
     "mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
     "mamba_expand": 2, "num_local_experts": 8, "num_experts_per_tok": 2,
-    "shared_intermediate_size": 1024, "intermediate_size": 11008,
+    "shared_intermediate_size": 1024, "intermediate_size": 11008, "mamba_chunk_size": 256,
 }
 """``GraniteMoeHybridConfig`` defaults (transformers 5.24) of the sizes a config may leave out;
 ``mamba_d_head`` "auto" there is the inner width over the heads."""
@@ -91,6 +91,12 @@ def granite_mamba_dims(cfg: Config, hidden: int, inner: int | None = None
     return heads, head_dim, inner, state, groups, kernel
 
 
+def mamba_chunk(cfg: Config) -> int:
+    """``mamba_chunk_size``: the Mamba-2 chunk length Granite 4.0 and Falcon-H1 name (256 in
+    both config classes, transformers 5.25)."""
+    return cfg.integer("mamba_chunk_size", default=GRANITE_HYBRID_DEFAULTS["mamba_chunk_size"])
+
+
 def granite_attention(cfg: Config, hidden: int) -> Attention:
     """The attention layers' heads: ``head_dim`` when the config gives one, else hidden / heads."""
     heads = cfg.integer("num_attention_heads")
@@ -132,6 +138,7 @@ def granitemoehybrid(cfg: Config) -> ModelShape:
             "mamba2", mamba, attention_layers=attention, mlp_layers=layers,
             key_dim=groups * state, expanded_key_dim=m_heads * state, value_dim=inner,
             heads=m_heads, state_per_head=m_head_dim * state, conv_dim=conv_dim,
+            chunk_size=mamba_chunk(cfg),
         )
     shared = cfg.integer("shared_intermediate_size",
                          default=GRANITE_HYBRID_DEFAULTS["shared_intermediate_size"])

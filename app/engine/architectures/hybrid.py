@@ -50,7 +50,7 @@ QWEN_HEAD_DIM: Final = 256
 
 NEMOTRON_DEFAULTS: Final = {
     "head_dim": 128, "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64,
-    "n_groups": 8, "conv_kernel": 4, "num_key_value_heads": 8,
+    "n_groups": 8, "conv_kernel": 4, "num_key_value_heads": 8, "chunk_size": 128,
 }
 """``NemotronHConfig`` defaults of the sizes a released config might leave out."""
 
@@ -311,6 +311,7 @@ def _nemotron_mamba(cfg: Config, hidden: int, count: dict[str, int]
         mlp_layers=count["mlp"] + count["moe"], key_dim=groups * state,
         expanded_key_dim=m_heads * state, value_dim=inner, heads=m_heads,
         state_per_head=inner // m_heads * state, conv_dim=conv_dim,
+        chunk_size=cfg.integer("chunk_size", default=NEMOTRON_DEFAULTS["chunk_size"]),
     )
     return linears, other, n * inner, mixer
 

@@ -51,6 +51,11 @@ MAX_CONV_KERNEL: Final = 64
 """Depthwise convolution width of Mamba-2 and Gated DeltaNet layers. Released: 4."""
 
 
+MAX_SSM_CHUNK: Final = 8192
+"""Mamba-2 chunk length in tokens (``chunk_size``). Released: 128 (Nemotron-H), 256 (Granite
+4.0 H)."""
+
+
 MAX_STATE_SIZE: Final = 4096
 """Mamba-2 state per head (``ssm_state_size``). Released: 128 (Nemotron-H)."""
 
@@ -133,6 +138,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "moe_layer_interval": MAX_LAYERS,
     # falcon_h1.py: the Mamba inner width Falcon-H1 names.
     "mamba_d_ssm": MAX_INTERMEDIATE_SIZE,
+    # hybrid.py, granite_hybrid.py, falcon_h1.py: Mamba-2's chunk length.
+    "chunk_size": MAX_SSM_CHUNK, "mamba_chunk_size": MAX_SSM_CHUNK,
     # longcat.py: LongCat-Flash's layer pairs, expert width, identity experts and picks.
     "num_layers": MAX_LAYERS // 2, "expert_ffn_hidden_size": MAX_INTERMEDIATE_SIZE,
     "zero_expert_num": MAX_EXPERTS,
