@@ -90,12 +90,21 @@ def test_a_hub_out_of_reach_replaces_the_old_verdict_with_the_way_on(
 ERRORS = (400, 404, 409, 413, 415, 422, 429, 500, 502, 503, 504)
 
 
+# The two sizing forms' fragment routes: the page, the route it posts to, a number field.
+SIZING_ROUTES = {
+    "fine-tune": ("/?model=llama-3.1-8b&method=lora", r"/$", "#f-batch"),
+    "serve": ("/serve?model=llama-3.1-8b", r"/serve$", "#f-users"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SIZING_ROUTES))
 @pytest.mark.parametrize("lang", ["en", "de"])
-def test_every_error_status_reaches_the_page(walk: Any, lang: str) -> None:
+def test_every_error_status_reaches_the_page(walk: Any, lang: str, form: str) -> None:
     """Each status the fragment routes may answer, as our fragment: shown in the result area.
     Then answers that are not ours (a proxy's 502 page, no answer at all): the old result
     stays, marked out of date, and the note says what happened in the page's language."""
-    page = _open(walk, lang, DESKTOP, "/?model=llama-3.1-8b&method=lora")
+    url, posted, field = SIZING_ROUTES[form]
+    page = _open(walk, lang, DESKTOP, url)
     answer: dict[str, Any] = {}
 
     def fulfil(route: Any) -> None:
@@ -107,26 +116,26 @@ def test_every_error_status_reaches_the_page(walk: Any, lang: str) -> None:
             route.fulfill(status=answer["status"], body=answer["body"],
                           headers=answer["headers"])
 
-    page.route(re.compile(r"/$"), fulfil)
+    page.route(re.compile(posted), fulfil)
     ours = {"Content-Type": "text/html; charset=utf-8",
             "Vary": "HX-Request, Accept-Language, Cookie"}
     for status in ERRORS:
         answer.update(status=status, headers=ours,
                       body=f'<h2 id="result-title">answer {status}</h2>')
-        page.fill("#f-batch", str(status % 7 + 1))
+        page.fill(field, str(status % 7 + 1))
         page.wait_for_function(
             "status => document.querySelector('#result-title').innerText === 'answer ' + status",
             arg=status)
-    page.unroute(re.compile(r"/$"))
-    page.fill("#f-batch", "2")  # a real result again
+    page.unroute(re.compile(posted))
+    page.fill(field, "2")  # a real result again
     page.wait_for_function(
         "() => document.querySelector('#result-title').innerText.indexOf('answer') < 0")
     verdict = text(page, "#result-title")
 
-    page.route(re.compile(r"/$"), fulfil)
+    page.route(re.compile(posted), fulfil)
     answer.update(status=502, headers={"Content-Type": "text/html"},
                   body="<html><body><h1>502 Bad Gateway</h1></body></html>")
-    page.fill("#f-batch", "3")
+    page.fill(field, "3")
     page.wait_for_selector("#stale-note:not([hidden])")
     assert "502" in text(page, "#stale-note")
     assert STALE[lang] in text(page, "#stale-note").lower()
@@ -135,7 +144,7 @@ def test_every_error_status_reaches_the_page(walk: Any, lang: str) -> None:
     assert "stale" in str(page.locator("#result").get_attribute("class"))
 
     answer["abort"] = True
-    page.fill("#f-batch", "4")
+    page.fill(field, "4")
     page.wait_for_function(
         "() => !document.querySelector('#stale-note').innerText.includes('502')"
         " && !document.querySelector('#stale-note').hidden")
