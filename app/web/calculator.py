@@ -149,6 +149,8 @@ def search_models(
     """Search-as-you-type: the model list filtered (htmx), or the calculator with it
     (:func:`app.web.sizing_page.search_models`, which the Serve mode shares)."""
     return sizing_page.search_models(
-        request, session, TEMPLATE, form=form, calc=CalculatorInput(), query=q, model=model,
+        request, session, TEMPLATE, form=form,
+        calc=sizing_page.searched_settings(form, request.query_params, CalculatorInput()),
+        query=q, model=model,
         size=lambda catalog, calc: size(catalog, calc, FieldErrors(),
                                         cache=caches.of(request).estimates))

@@ -104,6 +104,8 @@ def search_models(request: Request, session: DbSession, q: str = "",
     """Search-as-you-type in Serve mode: the fine-tune page's search
     (:func:`app.web.sizing_page.search_models`) over the same catalog."""
     return sizing_page.search_models(
-        request, session, TEMPLATE, form=form, calc=ServeInput(), query=q, model=model,
+        request, session, TEMPLATE, form=form,
+        calc=sizing_page.searched_settings(form, request.query_params, ServeInput()),
+        query=q, model=model,
         size=lambda catalog, calc: size(catalog, calc, FieldErrors(),
                                         cache=caches.of(request).estimates))

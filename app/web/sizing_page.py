@@ -94,6 +94,14 @@ def admit_hub_lookup(request: Request) -> None:
             params={"limit": decision.limit, "seconds": seconds}, retry_after_s=seconds)
 
 
+def searched_settings(form: ModuleType, params: Mapping[str, str], defaults: _Calc) -> _Calc:
+    """The settings a search keeps: the mode's form fields it was sent with (without
+    JavaScript the search box's form carries the page's settings, hidden), or the mode's
+    ``defaults`` where one of them is refused (a search answers with a list, never an error)."""
+    calc, errors = form.parse(params)
+    return defaults if errors else calc
+
+
 def search_models(request: Request, session: Session, template: str, *, form: ModuleType,
                   calc: _Calc, query: str, model: str,
                   size: Callable[[Catalog, _Calc], tuple[object, int]]) -> HTMLResponse:

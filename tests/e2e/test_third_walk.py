@@ -369,3 +369,31 @@ def test_the_language_switch_keeps_a_pasted_config_and_the_quote_form(
     page.wait_for_function("() => document.documentElement.lang === 'en'")
     assert page.input_value("#f-name") == "Ada Lovelace"
     assert page.input_value("#f-company") == "Analytical Engines GmbH"
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+@pytest.mark.parametrize(("start", "kept"), [
+    ("/?model=qwen3-8b&method=qlora&batch=2", {"#f-method": "qlora", "#f-batch": "2"}),
+    ("/serve?model=qwen3-8b&users=5&context=4096", {"#f-users": "5", "#f-context": "4096"}),
+])
+def test_without_javascript_the_search_keeps_the_model_and_the_settings(
+    walk: Any, lang: str, start: str, kept: dict[str, str]
+) -> None:
+    """A fresh walk: without JavaScript the search box's form sent only the search text, so a
+    search that found nothing said "the list and the result stay as they were" over the first
+    model of the list (DeepSeek-R1-Distill-Qwen-1.5B) sized at the page's defaults, and one
+    that found a model lost every other setting. Both modes, English and German."""
+    page = walk(locale=LOCALES[lang], viewport=DESKTOP, java_script_enabled=False).page
+    page.goto(start)
+    page.fill("#f-q", "zzz no such model")
+    page.click("form.search button[type=submit]")
+    page.wait_for_selector("#search-status:not(:empty)")
+    assert page.locator("#f-model option:checked").get_attribute("value") == "qwen3-8b"
+    assert "Qwen3-8B" in text(page, "#result .model-line")
+    page.fill("#f-q", "llama 70b")
+    page.click("form.search button[type=submit]")
+    page.wait_for_load_state()
+    assert page.locator("#f-model option:checked").get_attribute("value") == "llama-3.3-70b"
+    assert "Llama-3.3-70B" in text(page, "#result .model-line")
+    for field, value in kept.items():
+        assert page.input_value(field) == value, field
