@@ -61,6 +61,8 @@ CONSTANT_FOR_THE_PROCESS: dict[tuple[str, str], str] = {
         "whether names contain a fixed derivative word (the names are the key, not the catalog)",
     ("app/html/templating.py", "environment"):
         "the Jinja environment over the shipped templates (auto_reload off)",
+    ("app/engine/precision.py", "resolve"):
+        "the frameworks' dtype presets, engine constants (the five choices are the key)",
 }
 """Memoised functions allowed in app/: each answer depends only on files or constants that
 ship with the release, never on the database, the settings or the environment."""

@@ -103,7 +103,6 @@ about 1 GiB; a driver or library that loads more moves the figure, not the shape
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from app.engine.fit import ReserveTerms
@@ -176,16 +175,18 @@ def reserve_terms(*, logits_per_token: int, layer_per_token: int, layer_per_toke
     step's loss head (the optimizer states the first step's loss head ran without, what the
     first step creates after its loss head and keeps, the loss head's blocks per token in
     request order); ``fsdp``: sharded by PyTorch FSDP on more than one GPU."""
-    floor = ReserveTerms(floor_static=states_bytes, floor_per_token=loss_head_per_token,
-                         first_step_absent=first_step_absent,
-                         first_step_created=first_step_created, head_blocks=head_blocks)
     if fsdp and not expandable_segments:
         # The published FSDP runs' fraction already holds the stranded blocks.
-        return dataclasses.replace(floor, fraction=FSDP_ALLOCATOR_RESERVE_FRACTION)
+        return ReserveTerms(fraction=FSDP_ALLOCATOR_RESERVE_FRACTION,
+                            floor_static=states_bytes, floor_per_token=loss_head_per_token,
+                            first_step_absent=first_step_absent,
+                            first_step_created=first_step_created, head_blocks=head_blocks)
     share = layer_segments(expandable_segments=expandable_segments)
-    return dataclasses.replace(
-        floor, per_token=logits_per_token + math.ceil(share * layer_per_token),
-        per_token_seq=math.ceil(share * layer_per_token_seq))
+    return ReserveTerms(per_token=logits_per_token + math.ceil(share * layer_per_token),
+                        per_token_seq=math.ceil(share * layer_per_token_seq),
+                        floor_static=states_bytes, floor_per_token=loss_head_per_token,
+                        first_step_absent=first_step_absent,
+                        first_step_created=first_step_created, head_blocks=head_blocks)
 
 
 def reserve_bytes(dynamic_bytes: int, fraction: float) -> int:

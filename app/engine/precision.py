@@ -24,6 +24,7 @@ choice overrides the preset (:func:`resolve`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from app.engine.errors import EngineError
@@ -96,9 +97,17 @@ def preset(framework: Framework, method: str) -> TrainingPrecision:
     return FRAMEWORK_PRESETS[framework]["full" if method == "full" else "adapters"]
 
 
+RESOLVED_KEPT = 256
+"""How many choices :func:`resolve` keeps resolved: 4 frameworks x 3 methods x 3 x 3 x 3 valid
+choices are 324, and a sizing asks about a dozen of them hundreds of times (every step model
+reads its job's dtypes); the bound keeps an invalid choice from growing it."""
+
+
+@lru_cache(maxsize=RESOLVED_KEPT)
 def resolve(framework: Framework, method: str, precision: Precision | None,
             adapter_dtype: AdapterDtype | None, base_dtype: BaseDtype | None) -> TrainingPrecision:
-    """The framework's preset with each explicit choice put over it.
+    """The framework's preset with each explicit choice put over it (kept: a pure function of
+    five names, :data:`RESOLVED_KEPT`).
 
     Choosing pure bf16 over an amp preset also makes the adapters bf16 (pure bf16 has no fp32
     copy anywhere) unless ``adapter_dtype`` is given; choosing amp over a pure-bf16 preset gives

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from app.engine import framework_litgpt as litgpt
@@ -44,14 +44,18 @@ from app.engine.overhead import (
     loss_head_segments,
     reserve_terms,
 )
-from app.engine.precision import TrainingPrecision
+from app.engine.precision import Framework, TrainingPrecision
 from app.engine.shapes import ModelShape
 from app.engine.sharding import sharded_extras, unsharded_quant_state
 from app.engine.states import (
     KBIT_PREPARED_BYTES,
     Accounting,
+    LoraSetup,
+    Method,
     ModelStates,
     Offload,
+    Optimizer,
+    Quant,
     Sharding,
     merged_parameter_params,
     packed_specs,
@@ -61,14 +65,40 @@ from app.engine.states import (
 )
 
 
+@dataclass(slots=True)
+class StepParts:
+    """The parts of a step model that do not depend on how many cards the job is spread over,
+    kept for one shape as built: the activation profile of each setup and the one-GPU states
+    of each recipe. One sizing builds the step models of dozens of variants of one job (ZeRO-3
+    over n cards, levers, setups), and most of them share these parts. :class:`StepModels`
+    holds one for its sizing, so it grows with the variants that sizing tries and is let go
+    with it; a part of another shape object is computed afresh, not kept."""
+
+    shape: ModelShape
+    profiles: dict[ActivationSetup, ActivationProfile] = field(default_factory=dict)
+    states: dict[tuple[object, ...], ModelStates] = field(default_factory=dict)
+
+    def profile(self, shape: ModelShape, setup: ActivationSetup) -> ActivationProfile:
+        """:func:`activation_profile` of ``setup``, kept for this part's own shape."""
+        if shape is not self.shape:
+            return activation_profile(shape, setup)
+        found = self.profiles.get(setup)
+        if found is None:
+            found = self.profiles[setup] = activation_profile(shape, setup)
+        return found
+
+
 def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
-                 sharding: Sharding | None = None) -> ModelStates:
-    """Per-GPU model states for the job (the article's arithmetic, then sharding).
+                 sharding: Sharding | None = None, parts: StepParts | None = None
+                 ) -> ModelStates:
+    """Per-GPU model states for the job (the article's arithmetic, then sharding; ``parts``:
+    where the one-GPU states are kept).
 
     With the optimizer step fused into backward (PyTorch's "optimizer in backward"), each
     layer's gradients are applied and freed as soon as they are complete, so only the largest
     layer's gradients are ever held."""
-    single = single_gpu_job_states(litgpt.as_built(shape, job.framework), job, job.accounting)
+    single = single_gpu_job_states(litgpt.as_built(shape, job.framework), job, job.accounting,
+                                   parts)
     sharded = shard_states(
         single, gpus=gpus or job.gpus, sharding=sharding or job.sharding, offload=job.offload
     )
@@ -82,19 +112,33 @@ def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
     )
 
 
-def single_gpu_job_states(shape: ModelShape, job: Job, accounting: Accounting) -> ModelStates:
+def single_gpu_job_states(shape: ModelShape, job: Job, accounting: Accounting,
+                          parts: StepParts | None = None) -> ModelStates:
     """The job's states on one GPU under ``accounting``; under LitGPT QLoRA with the output
-    layer in NF4 as well (framework_litgpt.py, point 2)."""
-    dtypes = job.training_precision
-    prepared = prepares_kbit(job)
+    layer in NF4 as well (framework_litgpt.py, point 2). ``parts``: kept there by recipe."""
+    recipe = (accounting, job.method, job.optimizer, job.lora, job.effective_quant,
+              job.training_precision, prepares_kbit(job), job.framework)
+    if parts is None or shape is not parts.shape:
+        return _recipe_states(shape, *recipe)
+    found = parts.states.get(recipe)
+    if found is None:
+        found = parts.states[recipe] = _recipe_states(shape, *recipe)
+    return found
+
+
+def _recipe_states(shape: ModelShape, accounting: Accounting, method: Method,
+                   optimizer: Optimizer, lora: LoraSetup | None, quant: Quant,
+                   dtypes: TrainingPrecision, prepared: bool, framework: Framework
+                   ) -> ModelStates:
+    """:func:`single_gpu_job_states` from exactly what it reads of the job (its recipe)."""
     single = single_gpu_states(
-        shape, method=job.method, optimizer=job.optimizer, accounting=accounting,
-        lora=job.lora, quant=job.effective_quant, precision=dtypes, kbit_prepare=prepared,
+        shape, method=method, optimizer=optimizer, accounting=accounting,
+        lora=lora, quant=quant, precision=dtypes, kbit_prepare=prepared,
     )
-    if job.framework != litgpt.LITGPT or job.method != "qlora":
+    if framework != litgpt.LITGPT or method != "qlora":
         return single
     base_bytes = KBIT_PREPARED_BYTES if prepared else dtypes.base_bytes
-    head = litgpt.quantised_head_bytes(shape, job.effective_quant, base_bytes)
+    head = litgpt.quantised_head_bytes(shape, quant, base_bytes)
     return dataclasses.replace(single, weights_bytes=single.weights_bytes + head)
 
 
@@ -115,6 +159,8 @@ class StepContext:
     """QLoRA after ``prepare_model_for_kbit_training``: fp32 embeddings, norms and lm_head."""
     weight_shards: int
     """The cards ZeRO-3/FSDP shards the weights over (1: unsharded)."""
+    parts: StepParts | None = None
+    """Where the parts shared with other variants of the job are kept (None: nowhere)."""
 
     @property
     def pure_bf16(self) -> bool:
@@ -167,10 +213,11 @@ class StepTerms:
         return self.weights + self.optimizer + self.buffers + self.whole_stats
 
 
-def step_model(shape: ModelShape, job: Job) -> StepModel:
+def step_model(shape: ModelShape, job: Job, parts: StepParts | None = None) -> StepModel:
     """The phases of one training step on one GPU, with their fixed bytes and coefficients:
-    the terms of one card, then the sharding layer, then the framework layer."""
-    ctx = step_context(shape, job)
+    the terms of one card, then the sharding layer, then the framework layer (``parts``: the
+    parts it shares with other variants of the job, :class:`StepParts`)."""
+    ctx = step_context(shape, job, parts)
     terms = framework_layer(ctx, sharding_layer(ctx, card_terms(ctx)))
     resident = resident_bytes(ctx, terms)
     return StepModel(
@@ -181,14 +228,14 @@ def step_model(shape: ModelShape, job: Job) -> StepModel:
     )
 
 
-def step_context(shape: ModelShape, job: Job) -> StepContext:
+def step_context(shape: ModelShape, job: Job, parts: StepParts | None = None) -> StepContext:
     """The job as it runs and the shape as its framework builds it, with their states."""
     job = unsloth.as_run(job)
     shape = litgpt.as_built(shape, job.framework)
     zero3 = job.sharding == "zero3" and job.gpus > 1
-    return StepContext(shape=shape, job=job, states=model_states(shape, job),
+    return StepContext(shape=shape, job=job, states=model_states(shape, job, parts=parts),
                        dtypes=job.training_precision, prepared=prepares_kbit(job),
-                       weight_shards=job.gpus if zero3 else 1)
+                       weight_shards=job.gpus if zero3 else 1, parts=parts)
 
 
 def card_terms(ctx: StepContext) -> StepTerms:
@@ -283,15 +330,15 @@ def activation_terms(ctx: StepContext) -> ActivationProfile:
     # QLoRA after prepare_model_for_kbit_training: fp32 embeddings, norms and lm_head.
     if ctx.prepared:
         regime = "qlora"
-    return activation_profile(
-        ctx.shape,
-        ActivationSetup(
-            method=job.method, regime=regime, attention=job.attention,
-            gradient_checkpointing=job.gradient_checkpointing, lora=job.lora,
-            loss_head=job.loss_head, activation_offload=job.activation_offload,
-            bnb_saves_inputs=job.bnb_saves_inputs, unsloth=job.framework == unsloth.UNSLOTH,
-        ),
+    setup = ActivationSetup(
+        method=job.method, regime=regime, attention=job.attention,
+        gradient_checkpointing=job.gradient_checkpointing, lora=job.lora,
+        loss_head=job.loss_head, activation_offload=job.activation_offload,
+        bnb_saves_inputs=job.bnb_saves_inputs, unsloth=job.framework == unsloth.UNSLOTH,
     )
+    if ctx.parts is None:
+        return activation_profile(ctx.shape, setup)
+    return ctx.parts.profile(ctx.shape, setup)
 
 
 def sharding_layer(ctx: StepContext, terms: StepTerms) -> StepTerms:
@@ -469,6 +516,7 @@ class StepModels:
 
     def __init__(self, shape: ModelShape) -> None:
         self.shape = shape
+        self.parts = StepParts(shape)
         self._cache: dict[Job, StepModel] = {}
         self._sharded: dict[tuple[Job, int], Job] = {}
         self._totals: dict[Job, int] = {}
@@ -476,7 +524,7 @@ class StepModels:
     def get(self, job: Job) -> StepModel:
         model = self._cache.get(job)
         if model is None:
-            model = self._cache[job] = step_model(self.shape, job)
+            model = self._cache[job] = step_model(self.shape, job, self.parts)
         return model
 
     def total_bytes(self, job: Job) -> int:

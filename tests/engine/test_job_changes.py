@@ -1,15 +1,21 @@
-"""``with_changes`` builds the job ``dataclasses.replace`` builds, and ``StepModels.total_bytes``
-is the step model's own total: the sizing's fast paths change no figure."""
+"""``with_changes`` builds the job ``dataclasses.replace`` builds, ``StepModels.total_bytes``
+is the step model's own total, and the parts one sizing's step models share (``StepParts``) and
+the dtypes ``resolve`` keeps are what each computes afresh: the sizing's fast paths change no
+figure."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
-from app.engine import Job
+from app.engine import EngineError, Job, precision, states
+from app.engine.activations import ATTENTIONS, LOSS_HEADS
 from app.engine.job import JOB_FIELDS, with_changes
-from app.engine.step_model import StepModels, step_model
+from app.engine.precision import RESOLVED_KEPT, resolve
+from app.engine.sharding import SHARDING_IMPLS
+from app.engine.step_model import StepModels, StepParts, step_model
 from tests.engine.reference import reference_shape
 
 CHANGES = [
@@ -47,3 +53,67 @@ def test_step_models_total_is_the_step_model_s_total() -> None:
             expected = step_model(llama_8b, sharded).total_bytes(job.batch_size, job.seq_len)
             assert models.total_bytes(sharded) == expected
             assert models.total_bytes(sharded) == expected  # remembered: the same
+
+
+VARIED: dict[str, tuple[object, ...]] = {
+    "method": states.METHODS, "optimizer": states.OPTIMIZERS,
+    "accounting": states.ACCOUNTINGS, "lora_rank": (8, 64),
+    "lora_targets": ("attention", "mlp"), "lora_dropout": (0.1,), "quant": states.QUANTS,
+    "batch_size": (4,), "seq_len": (512, 8192), "gradient_checkpointing": (True,),
+    "attention": ATTENTIONS, "gpus": (2, 8), "sharding": states.SHARDINGS,
+    "offload": states.OFFLOADS, "loss_head": LOSS_HEADS, "fused_optimizer_step": (True,),
+    "activation_offload": (True,), "gradient_accumulation": (4,),
+    "precision": precision.PRECISIONS, "adapter_dtype": precision.ADAPTER_DTYPES,
+    "base_dtype": precision.BASE_DTYPES, "framework": precision.FRAMEWORKS,
+    "bnb_saves_inputs": (True,), "sharding_impl": SHARDING_IMPLS,
+    "expandable_segments": (True,), "moe_lora": states.MOE_LORAS,
+}
+"""Other values of every setting a step model may read (the rest only time the job)."""
+
+BASES = (Job(), Job(method="qlora", gpus=4, sharding="zero3"),
+         Job(method="full", gpus=8, sharding="zero3", sharding_impl="fsdp"))
+
+
+def _built(build: object) -> object:
+    try:
+        return build()  # type: ignore[operator]
+    except EngineError as error:
+        return type(error), str(error)
+
+
+@pytest.mark.parametrize("slug", ["llama-3.2-3b", "mixtral-8x7b"])
+def test_step_models_sharing_their_parts_build_what_each_job_builds_alone(slug: str) -> None:
+    """Every variant of every setting, built by one ``StepModels`` whose parts all the others
+    filled first, is the step model that job builds on its own; the parts are kept per setup
+    and recipe, so the variants that differ only in their cards share them."""
+    shape = reference_shape(slug)
+    models = StepModels(shape)
+    for base in BASES:
+        for job in [base, *(with_changes(base, **{name: value})
+                            for name, values in VARIED.items() for value in values)]:
+            assert _built(lambda job=job: models.get(job)) == _built(
+                lambda job=job: step_model(shape, job)), job
+    spread = StepModels(shape)
+    for gpus in range(1, 9):
+        spread.get(Job(method="full", gpus=gpus, sharding="zero3"))
+    assert len(spread.parts.profiles) == 1
+    assert len(spread.parts.states) == 1
+    assert len(models.parts.profiles) < 100  # the setups tried, not one per job
+
+
+def test_parts_of_another_shape_are_computed_not_kept() -> None:
+    parts = StepParts(reference_shape("llama-3.2-3b"))
+    other = reference_shape("llama-3.1-8b")
+    assert StepModels(other).get(Job()) == step_model(other, Job(), parts)
+    assert not parts.profiles
+    assert not parts.states
+
+
+def test_resolve_keeps_what_it_resolves_afresh_within_its_bound() -> None:
+    resolve.cache_clear()
+    for choice in itertools.product(
+            precision.FRAMEWORKS, states.METHODS, (None, *precision.PRECISIONS),
+            (None, *precision.ADAPTER_DTYPES), (None, *precision.BASE_DTYPES)):
+        assert resolve(*choice) == resolve.__wrapped__(*choice)
+        assert resolve(*choice) == resolve.__wrapped__(*choice)  # kept: the same
+    assert resolve.cache_info().currsize == RESOLVED_KEPT
