@@ -180,18 +180,22 @@ def create_serving_request(
     session: Session, *, catalog: Catalog, serving: ServingRequest, estimates: EstimateCache,
     calculator_query: dict[str, str], item_kind: ItemKind, item_slug: str, contact: Contact,
     locale: str, partner_id: int | None = None, partner_reference: str | None = None,
+    model_name: str | None = None,
 ) -> QuoteRequestRecord:
     """Store a quote request asked from the Serve page (or for a serving job through the
     partner API, ``partner_id`` set) with its serving sizing (recomputed here, never taken
     from the browser): workload "serving", the Serve page's inputs in ``calculator_query``.
-    Raises InvalidInput / NotFound naming the field."""
+    ``model_name`` is what the customer named a model the catalog lacks by (a Hugging Face
+    repository id, as typed); the pages show it. Raises InvalidInput / NotFound naming the
+    field."""
     _check(contact, partner_reference)
     sizing = serving_service.serving_sizing(catalog, serving, cache=estimates)
     item = serving_item(catalog, sizing, serving, item_kind, item_slug)
     return _store(
         session, workload="serving", kind=(item_kind, item_slug), item=item,
         query=calculator_query, engine_version=sizing.result.engine_version,
-        sizing=serving_snapshot(sizing, item.fit, calculator_query, _model_name(catalog, serving)),
+        sizing=serving_snapshot(sizing, item.fit, calculator_query,
+                                model_name or _model_name(catalog, serving)),
         contact=contact, locale=locale, partner_id=partner_id,
         partner_reference=partner_reference)
 

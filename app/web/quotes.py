@@ -258,7 +258,8 @@ def _store(request: Request, session: Session, asked: _Asked,
         return quotes_service.create_serving_request(
             session, catalog=asked.catalog, serving=asked.calc.request(), estimates=estimates,
             calculator_query=asked.calc.quote_query(), item_kind=asked.kind,
-            item_slug=asked.slug, contact=contact, locale=request.state.lang)
+            item_slug=asked.slug, contact=contact, locale=request.state.lang,
+            model_name=asked.calc.model if asked.calc.hub is not None else None)
     return quotes_service.create_request(
         session, catalog=asked.catalog, estimate=asked.calc.estimate_request(),
         estimates=estimates, calculator_query=asked.calc.query(), item_kind=asked.kind,

@@ -195,6 +195,12 @@ def test_a_serving_quote_for_a_repository_is_sized_from_its_config(
     assert row.workload == "serving"
     assert row.sizing["calculator"]["model"] == REPO
     assert row.sizing["result"]["params"]["total"] > QWEN3_8B["num_hidden_layers"]
+    # the customer's page and the desk name the repository asked for, not the config's type
+    # ("qwen3": a fresh walk of issue 30 found it so; a Hub config.json names no repository)
+    assert row.sizing["model_name"] == REPO
+    page = client.get(stored.headers["location"]).text
+    inputs = re.search(r'id="sizing-inputs">([^<]*)', page)
+    assert inputs and inputs.group(1).startswith(f"{REPO} · ")
 
 
 def test_the_cli_serves_a_repository_id_as_the_api(
