@@ -110,6 +110,9 @@ ASSUMPTION_TEXTS: dict[str, str] = {
     "mla": "multi-head latent attention: activations of q, the keys and values expanded per "
     "head and the latent RMSNorms of the compressed q and kv, measured on whole training steps "
     "of a tiny DeepSeek-V3 (within %(within)s %%, tools/calibrate/results/cpu-moe.json)",
+    "routers_fp32": "transformers keeps this model's routers in fp32 whatever dtype it is "
+    "loaded in (_keep_in_fp32_modules_strict): %(params)s parameters at 4 bytes in the frozen "
+    "base",
     "identity_experts": "zero-computation experts: each token picks %(picks)s of the real and "
     "identity experts, %(real)s real ones on average, which the active parameters count; the "
     "parameters are the release's as transformers 5.25 builds them (transformers 5.17 to 5.24 "
@@ -265,6 +268,8 @@ def _expert_items(shape: ModelShape, job: Job) -> list[Assumption]:
         items.append(("qlora_per_expert_nf4", {}))
     if shape.model_type in MLA_MODEL_TYPES:
         items.append(("mla", {"within": MEASURED_WITHIN_PERCENT}))
+    if shape.fp32_params and job.method != "full":
+        items.append(("routers_fp32", {"params": shape.fp32_params}))
     if shape.model_type in IDENTITY_EXPERT_TYPES:
         items.append(("identity_experts", {"picks": shape.experts_per_token,
                                            "real": routed_picks(shape)}))

@@ -180,6 +180,10 @@ class ModelShape:
     tower_params: int = 0
     # Of tower_params, an audio encoder and its embedder (Gemma 4 E2B, E4B), named on the page.
     audio_tower_params: int = 0
+    # Parameters transformers keeps in fp32 whatever dtype the model is loaded in (MoE routers
+    # it creates as float32 and names in ``_keep_in_fp32_modules_strict``; registry.py): of
+    # ``split``, held at 4 bytes in a frozen 16-bit base (states.base_weight_bytes).
+    fp32_params: int = 0
     # Hybrid models' linear-attention or Mamba layers (architectures/hybrid.py).
     mixer: MixerLayers | None = None
     # Multi-head latent attention's RMSNorms on its compressed q and kv (q_lora_rank +

@@ -342,8 +342,11 @@ def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq"
                       base_bytes: int = BF16_BYTES, moe_lora: MoeLora = "fused") -> int:
     """Bytes of the frozen base for LoRA (bf16, or fp32 when loaded so) and QLoRA (the NF4
     layers of :func:`packed_specs` with their quantisation state, the rest at
-    ``base_bytes``: the base dtype, or fp32 after ``prepare_model_for_kbit_training``)."""
+    ``base_bytes``: the base dtype, or fp32 after ``prepare_model_for_kbit_training``); the
+    routers transformers keeps in fp32 (``ModelShape.fp32_params``) at 4 bytes in either."""
     split = shape.split
+    # Routers transformers keeps in fp32 (ModelShape.fp32_params) whatever the base's dtype.
+    fp32_extra = max(FP32_BYTES - base_bytes, 0) * shape.fp32_params
     if method == "qlora":
         packed = packed_specs(shape, moe_lora)
         packed_params: int = sum(map(mul, map(mul, map(attrgetter("in_features"), packed),
@@ -352,8 +355,8 @@ def base_weight_bytes(shape: ModelShape, method: Method, quant: Quant = "nf4-dq"
                                          map(attrgetter("layers"), packed))))
         return (round(packed_params * NF4_PACKED_BITS / 8)
                 + quant_state_bytes(shape, quant, moe_lora)
-                + base_bytes * (split.total - packed_params))
-    return base_bytes * split.total
+                + base_bytes * (split.total - packed_params) + fp32_extra)
+    return base_bytes * split.total + fp32_extra
 
 
 def quant_state_bytes(shape: ModelShape, quant: Quant = "nf4-dq",

@@ -170,6 +170,9 @@ ASSUMPTION_LABELS = {
     "mla": N_("multi-head latent attention: activations of q, the keys and values expanded "
               "per head and the norms of the compressed q and kv, measured on whole training "
               "steps of a small DeepSeek-V3 (within %(within)s %%)"),
+    "routers_fp32": N_("transformers keeps this model's routers in fp32 whatever dtype it is "
+                       "loaded in (_keep_in_fp32_modules_strict): %(params)s parameters at 4 "
+                       "bytes in the frozen base"),
     "identity_experts": N_("zero-computation experts: each token picks %(picks)s of the real "
                            "and identity experts, %(real)s real ones on average, which the "
                            "active parameters count; the parameters are the release's as "

@@ -9,6 +9,7 @@ here, above all of them, leaves the engine's imports a tree
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from app.engine.architectures import (
     afmoe,
@@ -78,7 +79,23 @@ def parse_config(config: Mapping[str, object]) -> ModelShape:
     if builder is None:
         raise ShapeError("model_type", "model_type_unsupported", value=f"'{model_type}'",
                          supported=", ".join(SUPPORTED_MODEL_TYPES))
-    return builder(Config(config))
+    shape = builder(Config(config))
+    if model_type in FP32_ROUTER_TYPES:
+        shape = replace(shape, fp32_params=sum(
+            spec.weight_params for spec in shape.linears if spec.role == "router"))
+    return shape
+
+
+FP32_ROUTER_TYPES: frozenset[str] = frozenset({
+    "deepseek_v3", "kimi_k2", "kimi_k25", "deepseek_v32", "glm4_moe", "glm4_moe_lite",
+    "glm_moe_dsa", "mimo_v2_flash", "nemotron_h", "ernie4_5_moe", "exaone_moe",
+})
+"""Model types whose router weight transformers 5.25 creates as ``float32`` and lists in
+``_keep_in_fp32_modules_strict`` (``gate.weight``), so that it stays fp32 when the model is
+loaded in bf16 or fp16 (``modeling_utils``: the strict list is upcast for either dtype; Kimi K2
+and K2.5 load DeepSeek-V3's modules). Not here: LongCat-Flash (its ``classifier.weight`` is in the
+non-strict list, upcast only for fp16), Hunyuan (``wg`` created float32 but in no keep list),
+and DeepSeek-V4, whose strict list names its norms and hyper-connections but not its router."""
 
 
 _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
