@@ -61,6 +61,10 @@ CONSTANT_FOR_THE_PROCESS: dict[tuple[str, str], str] = {
         "whether names contain a fixed derivative word (the names are the key, not the catalog)",
     ("app/html/templating.py", "environment"):
         "the Jinja environment over the shipped templates (auto_reload off)",
+    ("app/html/templating.py", "_translated"):
+        "a message in the shipped catalog of a language (language and message are the key)",
+    ("app/html/templating.py", "_translated_alone"):
+        "the same, %-formatted with no values",
     ("app/engine/precision.py", "resolve"):
         "the frameworks' dtype presets, engine constants (the five choices are the key)",
 }

@@ -36,16 +36,36 @@ def _gettext(context: Context, message: str) -> str:
     return i18n.translations(context["lang"]).gettext(message)
 
 
+TRANSLATIONS_KEPT = 4096
+"""How many (language, message) pairs ``_()`` keeps translated, and as many again formatted
+without values: every template's messages in every language are a few thousand at most; the
+bound keeps a message made of data from growing it."""
+
+
 @pass_context
 def _translate(context: Context, message: str, /, **variables: Any) -> str:
     """``_()`` in a template, as the i18n extension's newstyle ``_`` gives it (the message in
     the request's language, markup-safe where autoescaping is on, always %-formatted with the
     keyword values, so ``%%`` is a percent sign) in one call where the extension's alias takes
-    three: a result fragment asks for about 300 messages."""
-    text = i18n.translations(context["lang"]).gettext(message)
-    if context.eval_ctx.autoescape:
-        text = Markup(text)
-    return text % variables
+    three: a result fragment asks for about 300 messages, most of them without values, whose
+    text is the same on every render (:func:`_translated_alone`)."""
+    markup = bool(context.eval_ctx.autoescape)
+    if variables:
+        return _translated(context["lang"], message, markup) % variables
+    return _translated_alone(context["lang"], message, markup)
+
+
+@lru_cache(maxsize=TRANSLATIONS_KEPT)
+def _translated(lang: str, message: str, markup: bool) -> str:
+    """``message`` in ``lang`` (the catalog's, read once per process), markup-safe if asked."""
+    text = i18n.translations(lang).gettext(message)
+    return Markup(text) if markup else text
+
+
+@lru_cache(maxsize=TRANSLATIONS_KEPT)
+def _translated_alone(lang: str, message: str, markup: bool) -> str:
+    """:func:`_translated` %-formatted with no values, as ``_()`` without keywords gives it."""
+    return _translated(lang, message, markup) % {}
 
 
 @pass_context

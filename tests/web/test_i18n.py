@@ -13,11 +13,12 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
 from fastapi.testclient import TestClient
+from markupsafe import escape
 from sqlalchemy import text
 
 from app.config import LOCALES_DIR
 from app.db.session import SessionFactory
-from app.html import i18n
+from app.html import i18n, templating
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout: babel.cfg's patterns are relative to it."""
@@ -194,3 +195,25 @@ def test_no_catalog_keeps_a_message_the_code_no_longer_has() -> None:
             ids = [m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id]
         unused = sorted(i for i in ids if i not in texts)
         assert unused == [], f"{lang}: delete these entries (the code no longer says them)"
+
+
+def test_the_templates_messages_are_kept_translated_and_the_same() -> None:
+    """``_()`` keeps each message's translation (and, without values, its text): what it
+    writes is what gettext and %-formatting give, escaped where autoescaping is on, and what it
+    keeps is bounded (a message made of data cannot grow it without end)."""
+    env = templating.environment()
+    source = ('{{ _("Free per card") }}|{{ _("%(short)s short", short="<b>") }}|'
+              '{{ _("100 %%") }}|{{ _(label) }}')
+    for lang in ("de", "en"):
+        catalog = i18n.translations(lang)
+        expected = "|".join([
+            str(escape(catalog.gettext("Free per card"))),
+            str(escape(catalog.gettext("%(short)s short") % {"short": "<b>"})),
+            "100 %", str(escape(catalog.gettext("Recommended")))])
+        for _ in range(2):  # kept: the same
+            written = env.from_string(source).render(lang=lang, label="Recommended")
+            assert written == expected
+    data = env.from_string("{{ _(m) }}")
+    for message in range(templating.TRANSLATIONS_KEPT + 10):
+        data.render(lang="de", m=f"data {message}")
+    assert templating._translated_alone.cache_info().currsize == templating.TRANSLATIONS_KEPT
