@@ -17,6 +17,7 @@ rule 15):
 from __future__ import annotations
 
 import ast
+import gc
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import grimp
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from starlette.routing import Mount
 
 from app.caches import Caches
@@ -313,3 +315,18 @@ def test_each_app_holds_its_own_caches_and_its_partner_api_the_same(tmp_path: Pa
     for app in (first, second, third):
         (api,) = [r.app for r in app.routes if isinstance(r, Mount) and r.path == "/api/v1"]
         assert isinstance(api, FastAPI) and api.state.caches is app.state.caches
+
+
+def test_a_started_app_keeps_its_start_up_objects_out_of_the_collector_s_walks(
+        tmp_path: Path) -> None:
+    """Started (its lifespan running), the app has frozen what start-up built, so a full
+    collection no longer walks the modules, classes and routes (``gc.freeze``); stopped, it
+    hands them back."""
+    app = create_app(load_settings(database_url=f"sqlite:///{tmp_path / 'sizer.db'}"))
+    with TestClient(app):
+        assert gc.get_freeze_count() > 10_000
+        garbage: list[list[object]] = [[]]
+        garbage[0].append(garbage)  # a cycle made after start-up is still collected
+        del garbage
+        assert gc.collect() > 0
+    assert gc.get_freeze_count() == 0
