@@ -22,6 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from app.catalog.inline_config import replace_non_finite
 from app.catalog.schemas import (
     STOCK_STATUSES,
     SYSTEM_KINDS,
@@ -261,7 +262,9 @@ def _read_models(seed_dir: Path) -> tuple[ModelRecord, ...]:
         if missing:
             raise SeedError(f"{path}: {slug}: missing {missing}")
         config_path = seed_dir / "models" / str(entry["config"])
-        config = _load_json(config_path)
+        # NaN/Infinity (NVIDIA's Nemotron releases) as text, as a pasted or Hub config is
+        # kept: PostgreSQL's JSON type has no such number
+        config = replace_non_finite(_load_json(config_path))
         if not isinstance(config, dict):
             raise SeedError(f"{config_path}: expected a JSON object")
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +18,7 @@ from app.config import SEED_DIR
 from app.db.session import SessionFactory
 from app.db.tables import CatalogRevision, GpuSku, ModelCard, System
 from app.engine.architectures.registry import parse_config
+from tests.catalog.conftest import TINY_LLAMA
 
 MiB = 1024**2
 COMPARISON_GPUS = {
@@ -254,3 +257,18 @@ def test_the_shipped_model_seed_is_valid() -> None:
     models = read_seed(SEED_DIR).models
     assert len(models) >= 30
     assert all(model.params_total > 0 for model in models)
+
+
+def test_a_seed_config_with_infinity_is_stored_as_a_pasted_one_is(
+    session_factory: SessionFactory, session: Session, seed_files: Any
+) -> None:
+    """NVIDIA's Nemotron releases write ``"time_step_limit": [0.0, Infinity]`` (the shipped
+    Nemotron 3 Super and Ultra seed configs copy it); PostgreSQL's JSON type has no Infinity,
+    so the seed stores it as text, as the config reader does for a pasted or Hub config
+    (``inline_config.NON_FINITE_TOKENS``); the engine ignores the field either way."""
+    (seed_files.dir / "models" / "tiny-llama.json").write_text(
+        json.dumps({**TINY_LLAMA, "time_step_limit": [0.0, math.inf]}), encoding="utf-8")
+    _seed(session_factory, seed_files)
+    card = session.scalars(select(ModelCard).where(ModelCard.slug == "tiny-llama")).one()
+    assert card.config["time_step_limit"] == [0.0, "Infinity"]
+    assert card.params_total == parse_config(TINY_LLAMA).total_params

@@ -19,10 +19,9 @@ from tests.web.conftest import HX
 
 LLAMA_8B_CONFIG = json.loads((SEED_DIR / "models" / "llama-3.1-8b.json").read_text())
 
-EXTRA_MODELS = (
+EXTRA_MODELS: tuple[tuple[str, str, str, bool], ...] = (
     # slug, Hugging Face id, family, mixture of experts
-    ("qwen3.5-35b-a3b", "Qwen/Qwen3.5-35B-A3B", "Qwen", True),
-)  # Qwen3.5-27B (dense), gpt-oss-20b and gpt-oss-120b are in the seed
+)  # Qwen3.5-27B (dense), -35B-A3B, -122B-A10B, -397B-A17B, gpt-oss-20b and -120b are in the seed
 
 
 @pytest.fixture
@@ -52,8 +51,9 @@ def _found(client: TestClient, query: str) -> list[str]:
              "mistral-small-3.1-24b-instruct-2503", "deepseek-v3.1"}),
     ("llama3.1 8b", {"llama-3.1-8b"}),
     ("gpt oss", {"gpt-oss-20b", "gpt-oss-120b"}),
-    ("qwen 3.5 moe", {"qwen3.5-35b-a3b"}),
-    ("Qwen3.5", {"qwen3.5-35b-a3b", "qwen3.5-27b"}),
+    ("qwen 3.5 moe", {"qwen3.5-35b-a3b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b"}),
+    ("Qwen3.5", {"qwen3.5-35b-a3b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b", "qwen3.5-27b"}),
+    ("qwen3.5 35b", {"qwen3.5-35b-a3b"}),
     ("meta-llama/Llama-3.1-8B", {"llama-3.1-8b"}),
     ("MIXTRAL 8x7b", {"mixtral-8x7b"}),
 ])
