@@ -80,6 +80,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
                     "sliding_window": 128, "final_logit_softcapping": 30.0,
                     "max_position_embeddings": 4096, "tie_word_embeddings": True,
                     "layer_types": ["sliding_attention", "full_attention"]},
+    # An nn.Linear router (``router.classifier``) over real and identity experts (issue 29).
+    "longcat_flash": {"model_type": "longcat_flash", "num_layers": 1, "hidden_size": 64,
+                      "ffn_hidden_size": 96, "expert_ffn_hidden_size": 32,
+                      "n_routed_experts": 4, "zero_expert_num": 2, "moe_topk": 2,
+                      "num_attention_heads": 4, "q_lora_rank": 48, "kv_lora_rank": 32,
+                      "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+                      "vocab_size": 512, "max_position_embeddings": 4096},
 }
 
 
@@ -90,6 +97,8 @@ def _kind(name: str, param: Any) -> str:
     if ".experts." in name and "shared" not in name:
         return "experts"
     if len(leaf) >= 2 and leaf[-2] in ("gate", "router") and param.dim() <= 2:
+        return "router"
+    if ".router.classifier." in name:  # LongCat-Flash's nn.Linear router
         return "router"
     if ".layers." in name and "norm" not in name:
         return "block"

@@ -46,18 +46,32 @@ def _unpacked(census: dict[str, Any], dtype: str | None = None) -> int:
 
 def test_the_census_covers_the_moe_families_with_current_libraries() -> None:
     assert set(MODELS) >= {"qwen3_moe", "mixtral", "gpt_oss", "deepseek_v3", "glm4_moe",
-                           "minimax_m2", "llama4_text", "gemma4_text"}
+                           "minimax_m2", "llama4_text", "gemma4_text", "longcat_flash"}
     assert LAYOUT["versions"]["transformers"].startswith("5.")
     assert LAYOUT["versions"]["bitsandbytes"].startswith("0.50")
+
+
+NN_LINEAR_ROUTERS = frozenset({"longcat_flash"})
+"""Routers held as an ``nn.Linear`` (LongCat-Flash's ``router.classifier``): packed like any
+other linear layer."""
 
 
 @pytest.mark.parametrize("slug", sorted(MODELS))
 def test_no_fused_expert_or_router_is_packed_and_prepare_makes_them_fp32(slug: str) -> None:
     measured = MODELS[slug]
-    for kind in ("experts", "router"):
+    kinds = ("experts",) if slug in NN_LINEAR_ROUTERS else ("experts", "router")
+    for kind in kinds:
         assert measured["loaded"][kind]["packed"] == 0
         assert set(measured["prepared"][kind]["unpacked"]) == {"float32"}
     assert measured["loaded"]["block"]["packed"] > 0
+
+
+def test_an_nn_linear_router_is_packed_in_nf4() -> None:
+    """LongCat-Flash: its ``_keep_in_fp32_modules`` names ``classifier.weight``, a parameter,
+    which the bitsandbytes swap (matching module names) does not skip: 4 experts and 2
+    identity experts over 64, all NF4."""
+    router = MODELS["longcat_flash"]["loaded"]["router"]
+    assert (router["packed"], router["unpacked"]) == (64 * (4 + 2), {})
 
 
 @pytest.mark.parametrize("slug", sorted(MODELS))
