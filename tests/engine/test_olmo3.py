@@ -7,10 +7,10 @@ layers 3, 7, 11, ... full).
 
 The truth is transformers 5.24 + PEFT 0.21.2 on the meta device for OLMo-2-1124-7B
 (``expected_hybrid.json``: 7,298,617,344 parameters, 39,976,960 LoRA r16), on whose dimensions
-OLMo 3 7B is built; the config below is that one with OLMo 3's type and layer kinds. No
-published OLMo 3 config.json could be copied here, so no fixture claims to be one;
+OLMo 3 7B is built; the config below is that one with OLMo 3's type and layer kinds.
 tests/engine/test_newer_dense.py holds ``Olmo3ForCausalLM`` itself, built by transformers 5.24
-on ``Olmo3Config``'s defaults (6,888,624,128 parameters)."""
+on ``Olmo3Config``'s defaults (6,888,624,128 parameters), and the release's config.json, put
+together from public partial copies (``olmo-3-1025-7b.json``, SOURCES.md), is held below."""
 
 from __future__ import annotations
 
@@ -42,3 +42,19 @@ def test_olmo3_slides_three_layers_of_four() -> None:
     listed = {**OLMO3, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]
               + ["sliding_attention"] * 28}
     assert (kv_layout(listed).full_layers, kv_layout(listed).sliding_layers) == (1, 31)
+
+
+def test_olmo3_7b_release_is_the_size_its_checkpoint_holds() -> None:
+    """allenai/Olmo-3-1025-7B: OLMo 2 7B's dimensions with a 100,278-token vocabulary, untied:
+    transformers 5.24 builds 7,298,011,136 parameters, the safetensors total a public fine-tune
+    of the release declares; its layer_types slide three layers in four."""
+    release = json.loads((FIXTURES / "olmo-3-1025-7b.json").read_text())
+    truth = json.loads((FIXTURES / "expected_hybrid.json").read_text())["olmo-3-1025-7b"]
+    shape = shape_of(release)
+    assert shape.approximation is None
+    assert shape.total_params == truth["total"] == 7_298_011_136
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == truth["lora_r16"]
+    removed_rows = (EXPECTED["total"] - shape.total_params) // (2 * 4096)  # embedding, head
+    assert removed_rows == 100_352 - 100_278
+    layout = kv_layout(release, shape)
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (8, 24, 4096)
