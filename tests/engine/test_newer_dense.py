@@ -52,7 +52,7 @@ def _release(slug: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("slug", "model_type"), [
     ("ernie-4.5-0.3b-base", "ernie4_5"), ("seed-oss-36b-instruct", "seed_oss"),
-    ("exaone-4.0-32b", "exaone4"),
+    ("exaone-4.0-32b", "exaone4"), ("exaone-4.0-1.2b", "exaone4"),
 ])
 def test_a_release_config_is_counted_as_transformers_builds_it(slug: str, model_type: str) -> None:
     shape = parse_config(_release(slug))
@@ -84,3 +84,13 @@ def test_seed_oss_36b_biases_q_k_v_but_not_o() -> None:
     config = _release("seed-oss-36b-instruct")
     without = parse_config({**config, "attention_bias": False})
     assert parse_config(config).total_params - without.total_params == 64 * (80 + 2 * 8) * 128
+
+
+def test_exaone_4_1_2b_ties_its_embeddings_as_its_loaded_count_shows() -> None:
+    """A public run loading LGAI-EXAONE/EXAONE-4.0-1.2B with transformers 4.57.3 printed
+    1,279,391,488 parameters: the tied count (untied it would be 204.8 M more); the linear
+    layers hold LG's "1.07B without embeddings"."""
+    shape = parse_config(_release("exaone-4.0-1.2b"))
+    assert shape.total_params == RELEASES["exaone-4.0-1.2b"]["total"] == 1_279_391_488
+    assert shape.tied_embeddings and shape.split.lm_head == 0
+    assert round(shape.split.linear / 1e9, 2) == 1.07
