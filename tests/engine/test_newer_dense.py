@@ -53,6 +53,8 @@ def _release(slug: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("slug", "model_type"), [
     ("ernie-4.5-0.3b-base", "ernie4_5"), ("seed-oss-36b-instruct", "seed_oss"),
     ("exaone-4.0-32b", "exaone4"), ("exaone-4.0-1.2b", "exaone4"),
+    ("granite-4.0-micro", "granitemoehybrid"), ("granite-4.0-1b", "granitemoehybrid"),
+    ("granite-4.0-h-micro", "granitemoehybrid"),
 ])
 def test_a_release_config_is_counted_as_transformers_builds_it(slug: str, model_type: str) -> None:
     shape = parse_config(_release(slug))
@@ -94,3 +96,17 @@ def test_exaone_4_1_2b_ties_its_embeddings_as_its_loaded_count_shows() -> None:
     assert shape.total_params == RELEASES["exaone-4.0-1.2b"]["total"] == 1_279_391_488
     assert shape.tied_embeddings and shape.split.lm_head == 0
     assert round(shape.split.linear / 1e9, 2) == 1.07
+
+
+@pytest.mark.parametrize(("slug", "published"), [
+    ("granite-4.0-micro", 3_402_836_480), ("granite-4.0-1b", 1_631_750_144),
+    ("granite-4.0-h-micro", 3_191_396_096),
+])
+def test_granite_4_releases_are_the_sizes_published_for_them(slug: str, published: int) -> None:
+    """The counts public model tables give for the three ids (SOURCES.md), which transformers
+    5.24 builds from the assembled configs; H Micro's Mamba-2 layers hold no KV cache."""
+    config = _release(slug)
+    shape = parse_config(config)
+    assert shape.total_params == RELEASES[slug]["total"] == published
+    layout = kv_layout(config, shape)
+    assert layout.full_layers == config["layer_types"].count("attention")
