@@ -54,7 +54,8 @@ def _release(slug: str) -> dict[str, Any]:
     ("ernie-4.5-0.3b-base", "ernie4_5"), ("seed-oss-36b-instruct", "seed_oss"),
     ("exaone-4.0-32b", "exaone4"), ("exaone-4.0-1.2b", "exaone4"),
     ("granite-4.0-micro", "granitemoehybrid"), ("granite-4.0-1b", "granitemoehybrid"),
-    ("granite-4.0-h-micro", "granitemoehybrid"),
+    ("granite-4.0-h-micro", "granitemoehybrid"), ("falcon-h1-7b-base", "falcon_h1"),
+    ("falcon-h1-1.5b-instruct", "falcon_h1"),
 ])
 def test_a_release_config_is_counted_as_transformers_builds_it(slug: str, model_type: str) -> None:
     shape = parse_config(_release(slug))
@@ -110,3 +111,15 @@ def test_granite_4_releases_are_the_sizes_published_for_them(slug: str, publishe
     assert shape.total_params == RELEASES[slug]["total"] == published
     layout = kv_layout(config, shape)
     assert layout.full_layers == config["layer_types"].count("attention")
+
+
+@pytest.mark.parametrize(("slug", "published"), [
+    ("falcon-h1-7b-base", 7_585_648_736), ("falcon-h1-1.5b-instruct", 1_554_863_488),
+])
+def test_falcon_h1_releases_norm_their_mamba_output(slug: str, published: int) -> None:
+    """The published counts hold the Mamba block's gated RMSNorm (``mamba_rms_norm``, one
+    weight per Mamba channel a layer), which FalconH1Config leaves out by default."""
+    config = _release(slug)
+    assert parse_config(config).total_params == RELEASES[slug]["total"] == published
+    without = parse_config({**config, "mamba_rms_norm": False}).total_params
+    assert published - without == config["num_hidden_layers"] * config["mamba_d_ssm"]
