@@ -174,6 +174,14 @@ def per_expert_lora(model: Any, hidden: int, rank: int, refused: tuple[str, ...]
     return total
 
 
+def _per_token(text: dict[str, Any]) -> int:
+    """The experts a token passes through: ``num_experts_per_tok``, Gemma 4's
+    ``top_k_experts`` or Hunyuan's ``moe_topk`` (a number, or one per layer, all equal)."""
+    chosen = (text.get("num_experts_per_tok") or text.get("top_k_experts")
+              or text.get("moe_topk") or 0)
+    return int(chosen[0] if isinstance(chosen, list) else chosen)
+
+
 def _active(model: Any, per_token: int) -> int:
     inactive = 0
     for name, module in model.named_modules():
@@ -209,8 +217,7 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
         "embedding": embedding,
         "lm_head": 0 if tied else model.lm_head.weight.numel(),
         "norm": norm,
-        "active": _active(model, int(text.get("num_experts_per_tok")
-                                     or text.get("top_k_experts") or 0)),
+        "active": _active(model, _per_token(text)),
         "lora_r16_per_expert": per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
     peft_model, note = peft_all_linear(model, lambda: _language_model(raw))

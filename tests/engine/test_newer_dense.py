@@ -55,7 +55,8 @@ def _release(slug: str) -> dict[str, Any]:
     ("exaone-4.0-32b", "exaone4"), ("exaone-4.0-1.2b", "exaone4"),
     ("granite-4.0-micro", "granitemoehybrid"), ("granite-4.0-1b", "granitemoehybrid"),
     ("granite-4.0-h-micro", "granitemoehybrid"), ("falcon-h1-7b-base", "falcon_h1"),
-    ("falcon-h1-1.5b-instruct", "falcon_h1"),
+    ("falcon-h1-1.5b-instruct", "falcon_h1"), ("olmo-3-1125-32b", "olmo3"),
+    ("hunyuan-a13b-instruct", "hunyuan_v1_moe"),
 ])
 def test_a_release_config_is_counted_as_transformers_builds_it(slug: str, model_type: str) -> None:
     shape = parse_config(_release(slug))
@@ -123,3 +124,17 @@ def test_falcon_h1_releases_norm_their_mamba_output(slug: str, published: int) -
     assert parse_config(config).total_params == RELEASES[slug]["total"] == published
     without = parse_config({**config, "mamba_rms_norm": False}).total_params
     assert published - without == config["num_hidden_layers"] * config["mamba_d_ssm"]
+
+
+@pytest.mark.parametrize(("slug", "published"), [
+    ("olmo-3-1125-32b", 32_233_522_176), ("hunyuan-a13b-instruct", 80_393_183_232),
+])
+def test_olmo3_32b_and_hunyuan_a13b_are_their_published_sizes(slug: str, published: int) -> None:
+    """OLMo 3 32B as public counts of the release list it (31,205,621,760 of it in linear
+    layers); Hunyuan-A13B as its safetensors total, 13 B of it active (8 of 64 experts)."""
+    shape = parse_config(_release(slug))
+    assert shape.total_params == RELEASES[slug]["total"] == published
+    if slug == "olmo-3-1125-32b":
+        assert shape.split.linear == 31_205_621_760
+    else:
+        assert round(shape.active_params / 1e9) == 13
