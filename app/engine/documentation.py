@@ -115,4 +115,8 @@ TERMS: tuple[Term, ...] = (
          "app/engine/capabilities.py"),
 )
 
-__all__ = ["ENGINE_VERSION", "TERMS", "Term", "Value"]
+CUDA_CONTEXTS = overhead.CUDA_CONTEXTS
+"""The CUDA context by PyTorch and CUDA version, for the page's table (overhead.py)."""
+CURRENT_CONTEXT = overhead.CURRENT_CONTEXT
+
+__all__ = ["CUDA_CONTEXTS", "CURRENT_CONTEXT", "ENGINE_VERSION", "TERMS", "Term", "Value"]

@@ -93,33 +93,100 @@ reports.
 
 **The CUDA context.** What the device holds outside the caching allocator (the CUDA context,
 cuBLAS/cuBLASLt workspaces, the kernel images PyTorch and bitsandbytes load), measured as
-total - free - reserved by ``torch.cuda.mem_get_info``: 685-777 MiB on the H200 with PyTorch
-2.11.0 and CUDA 13.0 (driver 580; 685 MiB before the first case, 767-777 MiB once cuBLAS and
-bitsandbytes were loaded): :data:`CUDA_CONTEXT_BYTES`. Older stacks load more eagerly: CUDA
-before 11.7 has no lazy module loading (``CUDA_MODULE_LOADING=LAZY``, the default since
-CUDA 12.2) and PyTorch's CUDA semantics notes describe the context as "hundreds of MB" to
-about 1 GiB; a driver or library that loads more moves the figure, not the shape of the model.
+total - free - reserved by ``torch.cuda.mem_get_info``. It depends on the CUDA and PyTorch
+versions, above all on whether kernels are loaded lazily, when first used, or all at start-up
+(:data:`CUDA_CONTEXTS`, one row per stack, each with the card it was seen on and its source):
+
+* CUDA 11.7 introduced lazy module loading (``CUDA_MODULE_LOADING=LAZY``), off by default;
+  CUDA 12.2 made it the default on Linux, 12.3 on Windows (NVIDIA, CUDA C++ Programming
+  Guide, "Lazy Loading", "Select Lazy Loading Changes by CUDA Version"). Libraries built with
+  an older CUDA runtime load all their modules eagerly whatever the variable says.
+* PyTorch sets ``CUDA_MODULE_LOADING=LAZY`` itself when the user has not set it since 1.13
+  (``maybe_set_cuda_module_loading("LAZY")`` in ``aten/src/ATen/cuda/detail/CUDAHooks.cpp``,
+  pytorch/pytorch pull request 86509 to the 1.13 release branch, merged 2022-10-07; 1.13.0
+  was released 2022-10-28). So every PyTorch from 1.13 on a CUDA 11.7+ build loads lazily.
+  The pull request measured ``total - free`` after one small tensor: 287,047,680 bytes lazy,
+  666,632,192 bytes with ``CUDA_MODULE_LOADING=DEFAULT`` (eager on CUDA 11.7-12.1), card
+  not stated (rows ``lazy-bare`` and ``eager-bare``).
+* Before CUDA 11.7 every kernel was loaded into the context with the library, "which took
+  >1000MB" (PyTorch's ptrblck, pytorch/pytorch issue 107667, 2023-08-28; the same maintainer
+  gives about 400 MB for the lazy context with CUDA 11.7+ in issue 109888): row ``eager-cuda``.
+* ``current``: 685-777 MiB on the H200 with PyTorch 2.11.0 and CUDA 13.0 (driver 580; 685 MiB
+  before the first case, 767-777 MiB once cuBLAS and bitsandbytes were loaded), over the 15
+  steps of ``tests/fixtures/h200_steps/h200-steps.json``: the largest rounded up to 10 MiB.
+  This is PyTorch's current release, the stack a customer installs today, and the row the
+  engine sizes with: :data:`CUDA_CONTEXT_BYTES`. A training process holds more than the bare
+  rows above (cuBLAS workspaces, the kernels a step loads), so they are not added to it.
+* ``published-runs``: the fms-acceleration A100-80GB benchmark whose nvidia-smi figures
+  ``tools/calibrate/external/reserved.py`` takes the context off (its
+  ``scripts/benchmarks/refs/requirements.txt``, commit 0aab2c6: PyTorch 2.4.1 with the CUDA
+  12.1 wheels, so lazy loading): 1 GiB, the top of the 0.3-1 GiB
+  that the project's activation findings give for context and NCCL buffers ("Not covered by
+  tensor trackers"); no source measured that run's context itself.
+
+A driver or library that loads more moves the figure, not the shape of the model.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from app.engine.fit import ReserveTerms
 
 GIB = 1024**3
 MIB = 1024**2
 
-# CUDA context, cuBLAS/cuBLASLt workspaces and the kernel images PyTorch and bitsandbytes load,
-# on one GPU: the largest of the 15 H200 steps (777 MiB; PyTorch 2.11.0, CUDA 13.0) rounded up
-# to 10 MiB (module docstring).
-CUDA_CONTEXT_BYTES = 780 * MIB
-CUDA_CONTEXT_STACK = "PyTorch 2.11, CUDA 13.0"
+
+@dataclass(frozen=True, slots=True)
+class CudaContext:
+    """What the device held outside the caching allocator on one software stack (module
+    docstring): the figure, the stack, the card it was seen on, what it covers, its source."""
+
+    key: str
+    bytes: int
+    pytorch: str
+    """The PyTorch release(s); empty where any release on that CUDA behaves alike."""
+    cuda: str
+    loading: str
+    """``lazy`` or ``eager`` kernel loading (``CUDA_MODULE_LOADING``)."""
+    card: str
+    """The card the figure was seen on; empty where the source does not say."""
+    whole_process: bool
+    """True: a training process (context, cuBLAS workspaces, the kernels a step loads);
+    False: the bare context after one small tensor."""
+    source: str
+
+
+CURRENT_CONTEXT = "current"
+"""The row the engine sizes with: the stack a customer installs today."""
+PUBLISHED_RUNS_CONTEXT = "published-runs"
+"""The row tools/calibrate/external/reserved.py takes off the published nvidia-smi figures."""
+CUDA_CONTEXTS: tuple[CudaContext, ...] = (
+    CudaContext(CURRENT_CONTEXT, 780 * MIB, "2.11", "13.0", "lazy", "H200", True,
+                "tests/fixtures/h200_steps/h200-steps.json (685-777 MiB over 15 steps)"),
+    CudaContext("lazy-bare", 287_047_680, "1.13", "11.7+", "lazy", "", False,
+                "pytorch/pytorch pull request 86509 (2022-10-07)"),
+    CudaContext("eager-bare", 666_632_192, "< 1.13", "11.7-12.1", "eager", "", False,
+                "pytorch/pytorch pull request 86509 (2022-10-07)"),
+    CudaContext("eager-cuda", 1000 * MIB, "", "< 11.7", "eager", "", False,
+                "pytorch/pytorch issue 107667 (2023-08-28: \">1000MB\")"),
+    CudaContext(PUBLISHED_RUNS_CONTEXT, GIB, "2.4.1", "12.1", "lazy", "A100-80GB", True,
+                "activation-findings.md, \"Not covered by tensor trackers\" (0.3-1 GiB, "
+                "the top)"),
+)
+"""The CUDA context by PyTorch and CUDA version (module docstring)."""
+
+
+def cuda_context(key: str = CURRENT_CONTEXT) -> CudaContext:
+    """The row of :data:`CUDA_CONTEXTS` named ``key`` (the current stack's by default)."""
+    return next(row for row in CUDA_CONTEXTS if row.key == key)
+
+
+CUDA_CONTEXT_BYTES = cuda_context().bytes
+"""The context the engine adds per GPU: the current stack's row."""
+CUDA_CONTEXT_STACK = f"PyTorch {cuda_context().pytorch}, CUDA {cuda_context().cuda}"
 """The software the context was measured with (what the pages say it holds for)."""
-PUBLISHED_RUNS_CONTEXT_BYTES = 1 * GIB
-"""The context on the older stacks of the published runs the FSDP fraction was fitted on (the
-top of the 0.3-1 GiB observed there, activation-findings.md, "Not covered by tensor
-trackers"); tools/calibrate/external/reserved.py takes it off their nvidia-smi figures."""
 
 # NCCL communicator buffers for data-parallel training on more than one GPU (NCCL's default
 # NCCL_BUFFSIZE of 4 MiB per channel and peer, for each protocol). ZeRO-3's and FSDP's own

@@ -206,3 +206,21 @@ TERM_TEXTS: Final[dict[str, TermText]] = {
     ),
 }
 """Every engine term's wording by key (English msgids, translated where shown)."""
+
+
+CONTEXT_TEXTS: Final[dict[str, str]] = {
+    "current": N_("15 training steps on one H200 (tests/fixtures/h200_steps/h200-steps.json): "
+                  "685 to 777 MiB, the largest rounded up"),
+    "lazy-bare": N_("PyTorch pull request 86509, which made PyTorch set lazy loading itself "
+                    "from 1.13 on: memory in use after one small tensor"),
+    "eager-bare": N_("the same pull request's measurement with CUDA_MODULE_LOADING=DEFAULT, "
+                     "which loads eagerly before CUDA 12.2"),
+    "eager-cuda": N_("a PyTorch maintainer in PyTorch issue 107667: before CUDA 11.7 every "
+                     "kernel was loaded at start-up, more than 1000 MB"),
+    "published-runs": N_("the top of the 0.3 to 1 GiB our activation findings give for the "
+                         "context outside tensor trackers; taken off the published nvidia-smi "
+                         "figures of the fms-acceleration benchmark, not used for sizing"),
+}
+"""Where each row of the CUDA context table comes from (``overhead.CUDA_CONTEXTS``), by key."""
+CONTEXT_LOADING: Final[dict[str, str]] = {"lazy": N_("lazy"), "eager": N_("eager")}
+"""How the stack loads its kernels (``CUDA_MODULE_LOADING``), worded."""

@@ -11,13 +11,13 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.config import STATIC_DIR, Settings
 from app.engine.architectures.registry import SUPPORTED_MODEL_TYPES
-from app.engine.documentation import TERMS
+from app.engine.documentation import CUDA_CONTEXTS, CURRENT_CONTEXT, TERMS
 from app.engine.estimate import ENGINE_VERSION
 from app.html.i18n import LOCALE_COOKIE
 from app.html.return_paths import same_site_path
 from app.html.templating import render
 from app.web import serving_view, speed_view
-from app.web.method_terms import TERM_TEXTS
+from app.web.method_terms import CONTEXT_LOADING, CONTEXT_TEXTS, TERM_TEXTS
 
 router = APIRouter(include_in_schema=False)
 
@@ -88,5 +88,8 @@ def how_we_calculate(request: Request) -> HTMLResponse:
          "accuracy": _accuracy(),
          "accuracy_plot": ACCURACY_PNG.is_file(), "external": _published(EXTERNAL_JSON),
          "model_types": SUPPORTED_MODEL_TYPES, "serving": serving_view.method_page(),
-         "speed": speed_view.method_page()},
+         "speed": speed_view.method_page(),
+         "contexts": [(row, CONTEXT_TEXTS[row.key], CONTEXT_LOADING[row.loading])
+                      for row in CUDA_CONTEXTS],
+         "current_context": CURRENT_CONTEXT},
     )

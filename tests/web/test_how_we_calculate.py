@@ -12,12 +12,12 @@ import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
-from app.engine.documentation import TERMS, Value
+from app.engine.documentation import CUDA_CONTEXTS, CURRENT_CONTEXT, TERMS, Value
 from app.estimates.serving import VLLM_LOGS
 from app.html import i18n
 from app.web import pages
 from app.web.data_notes import EXCLUSION_REASONS, SERVING_WEIGHT_NOTES
-from app.web.method_terms import TERM_TEXTS
+from app.web.method_terms import CONTEXT_LOADING, CONTEXT_TEXTS, TERM_TEXTS
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
@@ -38,6 +38,27 @@ def test_every_term_with_formula_and_source(client: TestClient, htmx: bool) -> N
         assert f'id="term-{term.key}"' in response.text
         assert str(escape(_worded(text.formula, term.values, "en"))) in response.text
         assert str(escape(_worded(text.source, {}, "en"))) in response.text
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_the_cuda_context_of_every_stack_with_its_source(client: TestClient, lang: str) -> None:
+    """Issue 28, point 1: the context by PyTorch and CUDA version, each row with its stack,
+    card, figure and source in the reader's language, the row the engine sizes with marked."""
+    page = client.get("/how-we-calculate", headers={"Accept-Language": lang}).text
+    words = i18n.translations(lang).gettext
+    assert set(CONTEXT_TEXTS) == {row.key for row in CUDA_CONTEXTS}
+    for row in CUDA_CONTEXTS:
+        start = page.index(f'<tr id="context-{row.key}">')
+        cells = page[start:page.index("</tr>", start)]
+        assert f"<td>{escape(row.pytorch or words('any'))}</td>" in cells
+        assert f"<td>{escape(row.cuda)}</td>" in cells
+        assert f"<td>{words(CONTEXT_LOADING[row.loading])}</td>" in cells
+        assert f"<td>{row.card or words('not stated')}</td>" in cells
+        mib = i18n.format_number(round(row.bytes / 2**20), lang)
+        assert f"<td>{mib}&nbsp;MiB</td>" in cells
+        assert words(CONTEXT_TEXTS[row.key]) in cells
+        marked = words("current: what we size with") in cells
+        assert marked == (row.key == CURRENT_CONTEXT)
 
 
 def test_the_wording_quotes_exactly_the_engine_s_constants() -> None:

@@ -74,9 +74,9 @@ def evaluate(pair: dict[str, Any]) -> Pair:
     allocated = int(pair["allocated"]["bytes"])
     reported = int(pair["reserved"]["bytes"])
     resident = _resident(pair)
-    # Older stacks than the engine's context was measured on (overhead.py).
+    # The published runs' stack, not the one the engine sizes with (overhead.CUDA_CONTEXTS).
     context = (overhead.fixed_overhead_bytes(pair["gpus"]) - overhead.CUDA_CONTEXT_BYTES
-               + overhead.PUBLISHED_RUNS_CONTEXT_BYTES
+               + overhead.cuda_context(overhead.PUBLISHED_RUNS_CONTEXT).bytes
                if pair["reserved"]["includes_context"] else 0)
     fsdp = bool(pair["sharded"])
     fraction = overhead.reserve_fraction(expandable_segments=pair["expandable_segments"],
