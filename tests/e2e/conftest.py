@@ -60,6 +60,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+DATABASES: dict[str, str] = {}
+"""Each served app's database, by its address (:func:`add_staff_user` writes to the one asked)."""
+
+
 def served_app(tmp_path_factory: pytest.TempPathFactory, **settings: Any) -> Iterator[str]:
     """The app on a seeded temporary SQLite database, served by uvicorn in a thread, with these
     settings over the browser tests' own (a fixture body: yields the address)."""
@@ -86,7 +90,9 @@ def served_app(tmp_path_factory: pytest.TempPathFactory, **settings: Any) -> Ite
         if time.monotonic() > deadline or not thread.is_alive():
             pytest.fail("uvicorn did not start", pytrace=False)
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    address = f"http://127.0.0.1:{port}"
+    DATABASES[address] = database_url
+    yield address
     server.should_exit = True
     thread.join(timeout=10)
 
@@ -117,13 +123,12 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-def add_staff_user(tmp_path_factory: pytest.TempPathFactory, email: str, password: str,
-                   name: str) -> None:
-    """An admin in the live server's database (the file under the session's ``e2e`` folder)."""
+def add_staff_user(base_url: str, email: str, password: str, name: str) -> None:
+    """An admin in the database of the app served at ``base_url`` (a session may serve several:
+    the Serve walk has its own app with a fake Hub)."""
     from app.accounts import staff as staff_accounts
 
-    (database,) = sorted(tmp_path_factory.getbasetemp().glob("e2e[0-9]*/sizer.db"))
-    engine = make_engine(f"sqlite:///{database}")
+    engine = make_engine(DATABASES[base_url])
     with make_session_factory(engine).begin() as session:
         staff_accounts.create_user(session, email=email, display_name=name,
                                    password=password, role="admin")

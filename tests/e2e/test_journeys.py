@@ -27,8 +27,8 @@ CONTACT = {"#f-name": "Erika Mustermann", "#f-company": "Beispiel GmbH",
 
 
 @pytest.fixture(scope="module")
-def desk_user(base_url: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    add_staff_user(tmp_path_factory, EMAIL, PASSWORD, "Journey Desk")
+def desk_user(base_url: str) -> None:
+    add_staff_user(base_url, EMAIL, PASSWORD, "Journey Desk")
 
 
 @pytest.fixture(params=list(VIEWPORTS))

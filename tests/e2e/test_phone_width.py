@@ -87,8 +87,8 @@ def _send(context: Any, reference: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def phone(browser: Any, base_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    add_staff_user(tmp_path_factory, EMAIL, PASSWORD, "Phone Desk")
+def phone(browser: Any, base_url: str) -> Iterator[Any]:
+    add_staff_user(base_url, EMAIL, PASSWORD, "Phone Desk")
     context = browser.new_context(base_url=base_url, locale="de-DE", viewport=PHONE,
                                   is_mobile=True, has_touch=True, device_scale_factor=2)
     yield context

@@ -28,8 +28,8 @@ CARD = "rtx-pro-5000-72gb"
 
 
 @pytest.fixture(scope="module")
-def staff_user(base_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    add_staff_user(tmp_path_factory, EMAIL, PASSWORD, "Desk Tester")
+def staff_user(base_url: str) -> Iterator[None]:
+    add_staff_user(base_url, EMAIL, PASSWORD, "Desk Tester")
     yield
 
 
