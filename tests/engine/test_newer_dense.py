@@ -7,10 +7,10 @@ transformers 5.24.0, PEFT 0.21.2, torch 2.13.0 on the meta device): each config 
 defaults (what transformers calls the family's reference configuration), and a variant with
 the bias flags set where the class reads any, built with ``AutoModelForCausalLM.from_config``
 and counted, then wrapped with ``LoraConfig(r=16, target_modules="all-linear")``. These are
-transformers' own configurations, not checkpoints; the releases whose config.json was found
-(ERNIE-4.5-0.3B-Base, Seed-OSS-36B-Instruct, EXAONE-4.0-32B: SOURCES.md) are held the same way
-by tests/engine/test_hf_configs.py (``expected_hybrid.json``) and below against what their
-makers publish."""
+transformers' own configurations, not checkpoints; the releases' config.json files, copied or
+put together from public partial copies (ERNIE 4.5, Seed-OSS, EXAONE 4.0, Granite 4.0, Falcon-H1,
+OLMo 3, Hunyuan-A13B: SOURCES.md), are held the same way by tests/engine/test_hf_configs.py
+(``expected_hybrid.json``) and below against the parameter counts published for them."""
 
 from __future__ import annotations
 
