@@ -26,13 +26,18 @@ from app.catalog.hub import HubModel
 from app.catalog.schemas import Catalog, ModelRecord
 from app.config import Settings
 from app.errors import DomainError, InvalidInput, NotFound, TooManyRequests, Unavailable
-from app.html import forms
+from app.html import forms, htmx
 from app.html.forms import N_, FieldErrors
 from app.html.templating import render
 from app.ops.clients import client_identity
 from app.web import engine_errors, result_view
 
 _View = TypeVar("_View")
+
+MODEL_LIST_BLOCK = "model_options"
+"""The one block that shows the model list (``groups``, ``derivatives``): an htmx answer
+without it (a result, its field errors, the verdict bar) neither sorts the catalog's models
+into families nor looks for its derivatives."""
 
 
 class ModelChoosing(Protocol):
@@ -131,7 +136,7 @@ def search_models(request: Request, session: Session, template: str, *, form: Mo
     return render_sizing(
         request, template, calc=calc, errors=FieldErrors(), catalog=catalog, form=form,
         sized=(None, 200) if calc.is_repo else size(catalog, calc),
-        blocks=("model_options",), headers=headers, groups=groups, search=query,
+        blocks=(MODEL_LIST_BLOCK,), headers=headers, groups=groups, search=query,
         no_match=no_match)
 
 
@@ -188,11 +193,12 @@ def render_sizing(request: Request, template: str, *, calc: object, errors: Fiel
     gave (the view and its status); ``status``, when given, is sent instead (413 for a
     config.json too large)."""
     view, sized_status = sized
-    return render(
-        request, template,
-        {"calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
-         "groups": model_groups(catalog.models) if groups is None else groups,
-         "form": form, "search": search, "stock_labels": result_view.STOCK_LABELS,
-         "derivatives": derivatives(catalog), "no_match": no_match},
-        blocks=blocks, status_code=status or sized_status, headers=headers,
-    )
+    context: dict[str, Any] = {
+        "calc": calc, "errors": errors.messages, "view": view, "catalog": catalog,
+        "form": form, "search": search, "stock_labels": result_view.STOCK_LABELS,
+        "no_match": no_match}
+    if MODEL_LIST_BLOCK in blocks or not (blocks and htmx.is_htmx(request)):
+        context["groups"] = model_groups(catalog.models) if groups is None else groups
+        context["derivatives"] = derivatives(catalog)
+    return render(request, template, context, blocks=blocks,
+                  status_code=status or sized_status, headers=headers)
