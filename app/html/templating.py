@@ -12,6 +12,7 @@ templates); the number filters format for the same locale.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from datetime import date, datetime
 from decimal import Decimal
 from functools import lru_cache
@@ -19,8 +20,17 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2 import (
+    Environment,
+    FileSystemLoader,
+    StrictUndefined,
+    Template,
+    pass_context,
+    select_autoescape,
+)
+from jinja2.environment import TemplateModule
 from jinja2.runtime import Context
+from jinja2.utils import missing
 from markupsafe import Markup
 
 from app.config import TEMPLATES_DIR, Settings
@@ -131,6 +141,36 @@ def _message(context: Context, message: str, values: Mapping[str, int | float | 
     }
 
 
+_IMPORTS: ContextVar[list[tuple[Template, dict[str, Any], TemplateModule]] | None] = \
+    ContextVar("template_imports", default=None)
+"""The templates imported with context during one :func:`render_blocks` (None outside it)."""
+
+
+class SharedImportsTemplate(Template):
+    """A template whose ``{% import ... with context %}`` runs once per htmx answer.
+
+    Jinja runs an imported template's whole body again on every import with context (a
+    module of macros: 10-50 µs each), and an htmx answer's blocks each import what they use:
+    a fine-tune result imports ``components/result.html`` in its result block and again in
+    its verdict bar. Within one :func:`render_blocks`, an import of the same template with
+    the same variables (the same context's ``get_all()``, the one dict every block of the
+    answer sees) and no local names in its way gets the module made the first time: its
+    body is the same text and its macros the same, as they depend on nothing else."""
+
+    def make_module(self, vars: dict[str, Any] | None = None, shared: bool = False,
+                    locals: Mapping[str, Any] | None = None) -> TemplateModule:
+        kept = _IMPORTS.get()
+        if (kept is None or vars is None or not shared
+                or any(value is not missing for value in (locals or {}).values())):
+            return super().make_module(vars, shared, locals)
+        for template, seen_vars, module in kept:
+            if template is self and seen_vars is vars:
+                return module
+        module = super().make_module(vars, shared, locals)
+        kept.append((self, vars, module))
+        return module
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """The Jinja environment: autoescaping on, undefined names are errors, gettext installed.
@@ -146,6 +186,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.template_class = SharedImportsTemplate
     env.install_gettext_callables(  # type: ignore[attr-defined]
         _gettext, _ngettext, newstyle=True
     )
@@ -179,7 +220,11 @@ def render_blocks(template_name: str, blocks: Iterable[str], context: Mapping[st
     """Only the named blocks of a page template, concatenated (an htmx answer)."""
     template = environment().get_template(template_name)
     ctx = template.new_context(dict(context))
-    return "".join("".join(template.blocks[name](ctx)) for name in blocks)
+    token = _IMPORTS.set([])
+    try:
+        return "".join("".join(template.blocks[name](ctx)) for name in blocks)
+    finally:
+        _IMPORTS.reset(token)
 
 
 def render(
