@@ -353,6 +353,8 @@ SERVING_ASSUMPTION_TEXTS: Final[dict[str, str]] = {
     "compressed": "%(layers)s compressed-attention layers also keep one entry per %(rates)s "
     "tokens of a request (DeepSeek-V4's CSA and HCA), and a buffer of the tokens still to "
     "compress",
+    "indexer": "%(layers)s layers also keep their sparse-attention indexer's key, %(width)s "
+    "values per token, on every GPU (MiniMax-M3's lightning indexer)",
     "tp": "tensor parallel over %(gpus)s GPUs: linear layers and the vocabulary split, norms "
     "and routers replicated",
     "decode": "decode speed: weights the batch touches plus every request's KV cache read once "
@@ -767,6 +769,8 @@ def assumption_items(shape: ModelShape, layout: KvLayout, job: ServingJob
         items.append(("compressed", {
             "layers": sum(kind.layers for kind in layout.compressed),
             "rates": "/".join(str(kind.rate) for kind in layout.compressed if kind.layers)}))
+    if layout.indexer_layers:
+        items.append(("indexer", {"layers": layout.indexer_layers, "width": layout.indexer_dim}))
     if job.gpus > 1:
         items.append(("tp", {"gpus": job.gpus}))
     if shape.is_moe:

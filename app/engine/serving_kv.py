@@ -25,7 +25,7 @@ The arithmetic follows vLLM's KV cache specs (``vllm/v1/kv_cache_interface.py`` 
   layers allocate nothing; :func:`app.engine.architectures.gemma4.cache_layers`). The per-kind page
   sizes are taken as they are; vLLM's hybrid manager pads groups to one page size, which this
   leaves out.
-The three below follow transformers' code of the family (``models/mimo_v2_flash/
+The four below follow transformers' code of the family (``models/mimo_v2_flash/
 modeling_mimo_v2_flash.py`` at commit 019770dd, ``models/deepseek_v4/modeling_deepseek_v4.py``
 at 01976081, read on 2026-12-04; tests/engine/test_serving_kv.py holds the figures):
 
@@ -40,6 +40,12 @@ at 01976081, read on 2026-12-04; tests/engine/test_serving_kv.py holds the figur
   ``head_dim`` and one indexer entry of ``index_head_dim`` per ``compress_rate`` (4) tokens, an
   HCA layer one entry of ``head_dim`` per 128 tokens, and each a fixed buffer of the tokens
   still to compress (:class:`CompressedCache`). One head: every rank keeps all of it.
+* MiniMax-M3 (``minimax_m3``, ``minimax_m3_vl``; ``modeling_minimax_m3_vl.py``, transformers
+  5.24.0): every layer attends in full (GQA), and each layer ``layer_types`` marks
+  ``minimax_m3_sparse`` (a release: ``sparse_attention_config.sparse_attention_freq``; 57 of
+  60) also keeps its lightning indexer's key, one head of ``index_head_dim`` (128) per token
+  (``MiniMaxM3VLSparseCacheLayer``), at the cache's dtype as DeepSeek-V4's indexer entries are
+  counted, on every rank.
 * LFM2 (``lfm2``): its short-convolution layers keep no keys or values but a convolution
   state of ``(conv_L_cache - 1) x conv_dim`` values a request (vLLM's
   ``MambaStateShapeCalculator.short_conv_state_shape``, split over the ranks as Mamba's
@@ -54,7 +60,7 @@ list whose length the layer bound caps.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from app.engine.architectures.deepseek import v4_cache
@@ -73,6 +79,7 @@ from app.engine.architectures.kit import (
     attention_dims,
 )
 from app.engine.architectures.longcat import LONGCAT_DEFAULTS, SUBLAYERS_PER_LAYER
+from app.engine.architectures.minimax_m3 import SPARSE_LAYER, indexer_cache
 from app.engine.errors import EngineError
 from app.engine.shapes import ModelShape
 
@@ -120,9 +127,13 @@ _ALIASES: Final[Mapping[str, str]] = {
     "chunked_attention": SLIDING,
     "linear_attention": LINEAR,
     "mamba": MAMBA, "mamba2": MAMBA, "conv": CONV,
+    SPARSE_LAYER: FULL,
 }
 
 
+MINIMAX_M3_TYPES: Final = frozenset({"minimax_m3", "minimax_m3_vl", "minimax_m3_vl_text"})
+"""MiniMax-M3's types, whose sparse layers keep the lightning indexer's keys
+(:func:`app.engine.architectures.minimax_m3.indexer_cache`)."""
 MIMO_FULL_EVERY: Final = 6
 """``MiMoV2FlashConfig``'s default ``layer_types``: layer 0 and every sixth layer (5, 11, ...)
 attend in full, the others slide."""
@@ -180,6 +191,10 @@ class KvLayout:
     shared_kv: bool = False
     """Keys and values are one tensor (DeepSeek-V4's shared key/value head): kept once."""
     compressed: tuple[CompressedCache, ...] = ()
+    indexer_layers: int = 0
+    indexer_dim: int = 0
+    """Layers that keep an indexer key of ``indexer_dim`` values per token beside their keys
+    and values (MiniMax-M3's lightning indexer): one head, so every rank keeps all of it."""
 
     @property
     def is_mla(self) -> bool:
@@ -215,6 +230,10 @@ class KvLayout:
         return sum(-(-kind.layers * kind.entry_elements * dtype_bytes // kind.rate)
                    for kind in self.compressed)
 
+    def indexer_token_bytes(self, dtype_bytes: int) -> int:
+        """One token's indexer keys over the indexed layers on one GPU (one head, replicated)."""
+        return self.indexer_layers * self.indexer_dim * dtype_bytes
+
     def compressed_request_bytes(self, context: int, dtype_bytes: int) -> int:
         """A request's compressed entries (one per complete window) and the fixed buffers of
         the compressed layers, on one GPU."""
@@ -227,7 +246,7 @@ class KvLayout:
         keys and values in every attention layer (full and sliding)."""
         return (self.full_layers * self.full_token_layer_bytes(tp, dtype_bytes)
                 + self.sliding_layers * self.token_layer_bytes(tp, dtype_bytes)
-                + self.compressed_token_bytes(dtype_bytes))
+                + self.compressed_token_bytes(dtype_bytes) + self.indexer_token_bytes(dtype_bytes))
 
     def state_bytes(self, tp: int, padded: bool = False) -> int:
         """One request's fixed state across the linear-attention/Mamba layers on one GPU, in the
@@ -262,7 +281,7 @@ class KvLayout:
         full, sliding, _ = self.grouped_layers()
         return (full * self.full_token_layer_bytes(tp, dtype_bytes)
                 + sliding * self.token_layer_bytes(tp, dtype_bytes)
-                + self.compressed_token_bytes(dtype_bytes))
+                + self.compressed_token_bytes(dtype_bytes) + self.indexer_token_bytes(dtype_bytes))
 
     def request_bytes(self, context: int, tp: int, dtype_bytes: int, batched_tokens: int,
                       padded: bool = True) -> int:
@@ -275,7 +294,8 @@ class KvLayout:
         full_tokens = _round_up(context, BLOCK_TOKENS)
         kept = min(self.window - 1 + batched_tokens, context) if self.sliding_layers else 0
         sliding_tokens = _round_up(kept, BLOCK_TOKENS) + BLOCK_TOKENS if kept else 0
-        return (full * full_tokens * self.full_token_layer_bytes(tp, dtype_bytes)
+        return (full_tokens * (full * self.full_token_layer_bytes(tp, dtype_bytes)
+                               + self.indexer_token_bytes(dtype_bytes))
                 + sliding * sliding_tokens * per_layer + self.state_bytes(tp, padded)
                 + self.compressed_request_bytes(context, dtype_bytes))
 
@@ -296,7 +316,8 @@ class KvLayout:
             cap = _round_up(self.window - 1 + batched_tokens, BLOCK_TOKENS) + BLOCK_TOKENS
             fixed += sliding * cap * per_layer
         full_cost = (full * self.full_token_layer_bytes(tp, dtype_bytes)
-                     + self.compressed_token_bytes(dtype_bytes))
+                     + self.compressed_token_bytes(dtype_bytes)
+                     + self.indexer_token_bytes(dtype_bytes))
         if full_cost == 0:
             return limit
         tokens = (per_request - fixed) // full_cost // BLOCK_TOKENS * BLOCK_TOKENS
@@ -360,10 +381,14 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
             full, sliding = full + sliding, 0
     linear = kinds.get(LINEAR, 0) + kinds.get(MAMBA, 0) + kinds.get(CONV, 0)
     state = _state_elements(cfg, kinds) if linear else 0
-    return KvLayout(
+    layout = KvLayout(
         full_layers=full, sliding_layers=sliding, window=window, linear_layers=linear,
         kv_heads=kv_heads, head_dim=head_dim, mla_latent=latent, state_elements=state,
     )
+    if config.get("model_type") in MINIMAX_M3_TYPES:
+        indexed, width = indexer_cache(Config(config))
+        layout = replace(layout, indexer_layers=indexed, indexer_dim=width)
+    return layout
 
 
 def _longcat_sublayers(config: Mapping[str, object]) -> Mapping[str, object]:

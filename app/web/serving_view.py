@@ -88,6 +88,8 @@ ASSUMPTIONS: Final = {
                  "state per user"),
     "compressed": N_("%(layers)s compressed-attention layers also keep one entry per %(rates)s "
                      "tokens of each user, and a buffer of the tokens still to compress"),
+    "indexer": N_("%(layers)s layers also keep their sparse-attention indexer's key, "
+                  "%(width)s values per token of each user, on every card"),
     "tp": N_("the model split over %(gpus)s cards (tensor parallel)"),
     "decode": N_("speed per user: each step reads the weights and every user's KV cache at "
                  "%(efficiency)s of the card's memory bandwidth (calibrated on published "

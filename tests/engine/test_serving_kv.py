@@ -16,6 +16,7 @@ import pytest
 from app.engine.architectures.approximate import shape_of
 from app.engine.architectures.kit import FIELD_BOUNDS
 from app.engine.errors import EngineError
+from app.engine.serving import ServingJob, assumption_items
 from app.engine.serving_kv import BLOCK_TOKENS, KV_FIELD_BOUNDS, kv_layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -320,3 +321,41 @@ def test_lfm2_short_convolutions_keep_a_state_per_request() -> None:
     assert layout.bytes_per_token(1, 2) == 6 * 2 * 8 * 64 * 2
     assert layout.request_bytes(1024, 1, 2, 2048, padded=False) == (
         6 * 1024 * 2 * 8 * 64 * 2 + 81_920)
+
+
+@pytest.mark.parametrize("name", ["minimax-m3", "minimax-m3-nvfp4"])
+def test_minimax_m3_keeps_its_indexer_keys(name: str) -> None:
+    """transformers 5.24's MiniMaxM3VLSparseCacheLayer: each of the 57 sparse layers
+    (sparse_attention_freq) keeps, beside its 4 key/value heads of 128, the lightning indexer's
+    key: one head of index_head_dim (128) per token, in the model's dtype, on every rank. It
+    was left out: 60 x 2 x 4 x 128 x 2 = 122,880 bytes a token on one GPU, 30,720 on eight."""
+    config = fixture(name)
+    layout = kv_layout(config, shape_of(config))
+    assert (layout.full_layers, layout.kv_heads, layout.head_dim) == (60, 4, 128)
+    assert (layout.indexer_layers, layout.indexer_dim) == (57, 128)
+    indexer = 57 * 128 * 2
+    assert layout.bytes_per_token(1, 2) == 60 * 2 * 4 * 128 * 2 + indexer == 137_472
+    assert layout.bytes_per_token(8, 2) == 60 * 2 * 1 * 128 * 2 + indexer == 45_312
+    # a request grows by the indexer's keys with every token, whatever the GPUs
+    for tp in (1, 8):
+        growth = (layout.request_bytes(65_536, tp, 2, 2048)
+                  - layout.request_bytes(32_768, tp, 2, 2048))
+        assert growth == 32_768 * layout.bytes_per_token(tp, 2)
+
+
+def test_minimax_m3_layer_types_name_the_indexed_layers() -> None:
+    """A config transformers writes lists layer_types: its minimax_m3_sparse layers attend in
+    full and keep the indexer's key (it was refused as an unknown layer type)."""
+    config = fixture("minimax-m3-nvfp4")
+    text = dict(config["text_config"])
+    text["layer_types"] = ["full_attention"] * 10 + ["minimax_m3_sparse"] * 50
+    layout = kv_layout({**config, "text_config": text})
+    assert (layout.full_layers, layout.indexer_layers) == (60, 50)
+
+
+def test_minimax_m3_serving_assumptions_name_the_indexer() -> None:
+    """The serving answer says which layers keep the indexer's key and how wide it is."""
+    config = fixture("minimax-m3")
+    shape = shape_of(config)
+    items = dict(assumption_items(shape, kv_layout(config, shape), ServingJob()))
+    assert items["indexer"] == {"layers": 57, "width": 128}

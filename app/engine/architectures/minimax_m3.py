@@ -94,20 +94,44 @@ def _layers_with(cfg: Config, listed: str, legacy: tuple[str, object], kinds: tu
     return values.count(names[1])
 
 
-def minimax_m3_text(cfg: Config, model_type: str = "minimax_m3_vl_text") -> ModelShape:
-    """The language model (module docstring)."""
+def _text_config(cfg: Config) -> Config:
+    """The language model's config with ``MiniMaxM3VLTextConfig``'s defaults and the release's
+    indexer sizes (:data:`LEGACY_INDEXER`)."""
     sparse_cfg = sub_config(cfg.raw, "sparse_attention_config")
-    text = with_defaults(cfg.raw, {**TEXT_DEFAULTS, **{
+    return with_defaults(cfg.raw, {**TEXT_DEFAULTS, **{
         name: sparse_cfg[legacy] for name, legacy in LEGACY_INDEXER.items()
         if legacy in sparse_cfg and name not in cfg.raw}})
+
+
+def _indexed_layers(text: Config, layers: int) -> int:
+    """How many layers carry the lightning indexer (``layer_types``, else the release's
+    ``sparse_attention_freq``, else none)."""
+    sparse_cfg = sub_config(text.raw, "sparse_attention_config")
+    return _layers_with(text, "layer_types", ("sparse_attention_freq",
+                                              sparse_cfg.get("sparse_attention_freq")),
+                        ("full_attention", SPARSE_LAYER), layers, 0)
+
+
+def indexer_cache(cfg: Config) -> tuple[int, int]:
+    """The lightning indexer's cache: how many layers keep it and how wide its key is. Each
+    such layer keeps one key of ``index_head_dim`` values per token beside the attention's keys
+    and values (transformers 5.24 ``MiniMaxM3VLSparseCacheLayer.update_index``: ``idx_k``,
+    one head, ``[batch, 1, tokens, index_head_dim]``, in the model's dtype: ``k_proj`` of the
+    hidden states through an RMSNorm that returns its input's dtype)."""
+    text = _text_config(cfg)
+    return (_indexed_layers(text, text.integer("num_hidden_layers")),
+            text.integer("index_head_dim"))
+
+
+def minimax_m3_text(cfg: Config, model_type: str = "minimax_m3_vl_text") -> ModelShape:
+    """The language model (module docstring)."""
+    text = _text_config(cfg)
     att = attention_dims(text)
     layers = text.integer("num_hidden_layers")
     sparse = _layers_with(text, "mlp_layer_types",
                           ("moe_layer_freq", text.raw.get("moe_layer_freq")),
                           ("dense", "sparse"), layers, layers)
-    indexed = _layers_with(text, "layer_types", ("sparse_attention_freq",
-                                                 sparse_cfg.get("sparse_attention_freq")),
-                           ("full_attention", SPARSE_LAYER), layers, 0)
+    indexed = _indexed_layers(text, layers)
     experts = text.integer("num_local_experts")
     moe = Moe(experts, experts_per_token(text, experts, "num_local_experts"),
               text.integer("intermediate_size"), sparse)
