@@ -128,6 +128,26 @@ CASES: dict[str, dict[str, Any]] = {
     # AfmoeConfig's defaults (Arcee's AFMoE: gated attention, 64 experts, 6 a token, two shared,
     # one dense layer), the sizes written out; and a GQA variant with attention biases, three
     # dense layers, tied.
+    # LagunaConfig's defaults (transformers 5.24; its docstring names poolside/laguna-XS.2): 40
+    # layers of 48 heads, the first a dense SwiGLU MLP, then 256 experts (8 active) and a
+    # shared expert, a softplus output gate per head; the sizes every config names written out.
+    "laguna-defaults": {
+        "model_type": "laguna", "vocab_size": 100352, "hidden_size": 2048,
+        "intermediate_size": 8192, "num_hidden_layers": 40, "num_attention_heads": 48,
+        "num_key_value_heads": 8, "max_position_embeddings": 131072,
+    },
+    # Heads per layer, a gate per channel, biases, two dense layers, sliding layers, tied.
+    "laguna-heads-per-layer": {
+        "model_type": "laguna", "vocab_size": 32000, "hidden_size": 512,
+        "intermediate_size": 1536, "num_hidden_layers": 6, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "head_dim": 64,
+        "num_attention_heads_per_layer": [8, 8, 4, 4, 8, 4],
+        "gating": "per-element", "attention_bias": True, "tie_word_embeddings": True,
+        "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse", "sparse"],
+        "layer_types": ["sliding_attention", "full_attention"] * 3, "sliding_window": 256,
+        "num_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 256,
+        "shared_expert_intermediate_size": 384,
+    },
     "afmoe-defaults": {
         "model_type": "afmoe", "vocab_size": 200192, "hidden_size": 2048,
         "intermediate_size": 6144, "moe_intermediate_size": 1408, "num_hidden_layers": 32,

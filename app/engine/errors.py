@@ -61,6 +61,8 @@ ERROR_TEXTS: Final[Mapping[str, str]] = {
     "layer_list_length": "expected a list of at most %(layers)s layer indices",
     "layer_indices": "expected distinct layer indices from 0 to %(last)s",
     "layer_kinds": "expected a list of %(layers)s entries, each one of %(kinds)s",
+    "heads_per_layer": "expected a list of %(layers)s head counts, each a multiple of "
+    "num_key_value_heads and at most %(bound)s",
     "positive_integer": "expected a positive integer, got %(value)s",
     "above_bound": "at most %(bound)s is supported, got %(value)s",
     "too_many_active_experts": "%(active)s is more than the %(experts)s experts "

@@ -529,6 +529,8 @@ def _layer_kinds(cfg: _Reader, layers: int) -> dict[str, int]:
         # Nemotron-H: "*" attention, "M" Mamba-2, "-" MLP-only and "E" MoE layers hold no cache
         return {FULL: pattern.count("*"), MAMBA: pattern.count("M")}
     model_type = cfg.raw.get("model_type")
+    if model_type == "laguna":  # LagunaConfig: every layer full unless layer_types says
+        return {FULL: layers}
     if model_type == "olmo3":  # Olmo3Config: every fourth layer full, the others slide
         full = layers // OLMO3_FULL_EVERY
         return {FULL: full, SLIDING: layers - full}

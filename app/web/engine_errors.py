@@ -70,6 +70,8 @@ ENGINE_ERROR_LABELS: Final[dict[str, str]] = {
     "layer_list_length": N_("%(field)s: expected a list of at most %(layers)s layer numbers."),
     "layer_indices": N_("%(field)s: expected distinct layer numbers from 0 to %(last)s."),
     "layer_kinds": N_("%(field)s: expected a list of %(layers)s entries, each one of %(kinds)s."),
+    "heads_per_layer": N_("%(field)s: expected a list of %(layers)s head counts, each a multiple "
+                          "of num_key_value_heads and at most %(bound)s."),
     "positive_integer": N_("%(field)s: expected a positive whole number, got %(value)s."),
     "above_bound": N_("%(field)s: at most %(bound)s is supported, got %(value)s."),
     "too_many_active_experts": N_("%(field)s: %(active)s is more than the %(experts)s experts "

@@ -130,6 +130,8 @@ FIELDS["exaone_moe"] = (*_COMMON, "num_experts", "num_experts_per_tok", "moe_int
 # app/engine/architectures/afmoe.py: experts, shared experts, the first dense layers.
 FIELDS["afmoe"] = (*_COMMON, "num_experts", "num_experts_per_tok", "moe_intermediate_size",
                    "num_shared_experts", "num_dense_layers")
+# app/engine/architectures/laguna.py: experts, their width and the shared expert's.
+FIELDS["laguna"] = (*_COMMON, *_QWEN_MOE)
 # app/engine/architectures/longcat.py: layer pairs, MLA ranks, real and identity experts.
 FIELDS["longcat_flash"] = (
     "num_layers", "hidden_size", "ffn_hidden_size", "vocab_size", "num_attention_heads",

@@ -1,8 +1,8 @@
 """Mixture-of-experts and hybrid families of 2025 releases the engine did not count (issue 29,
 point 5): Granite 4.0's hybrids (``granitemoehybrid``) and ERNIE 4.5's mixture of experts
 (``ernie4_5_moe``), Falcon-H1 (``falcon_h1``), Hunyuan (``hunyuan_v1_dense``,
-``hunyuan_v1_moe``), EXAONE's MoE (``exaone_moe``) and Arcee's AFMoE (``afmoe``) went the
-approximate path as unknown types.
+``hunyuan_v1_moe``), EXAONE's MoE (``exaone_moe``), Arcee's AFMoE (``afmoe``) and poolside's
+Laguna (``laguna``) went the approximate path as unknown types.
 
 The truth is transformers and PEFT on the meta device (``expected_newer_moe.json``, written by
 ``tools/newer_moe_counts.py``; its ``versions``: transformers 5.24.0, PEFT 0.21.2, torch
@@ -23,6 +23,7 @@ import pytest
 
 from app.engine import parse_config
 from app.engine.architectures.approximate import shape_of
+from app.engine.errors import EngineError
 from app.engine.serving_kv import kv_layout
 from app.engine.states import LoraSetup, lora_trainable_params, packed_specs
 
@@ -216,3 +217,44 @@ def test_afmoe_attends_in_full_every_fourth_layer_by_default() -> None:
     assert (layout.full_layers, layout.sliding_layers, layout.window) == (8, 24, 1024)
     every_eighth = kv_layout(config | {"global_attn_every_n_layers": 8}, parse_config(config))
     assert (every_eighth.full_layers, every_eighth.sliding_layers) == (4, 28)
+
+
+def test_laguna_lora_adapts_every_nn_linear_and_no_expert() -> None:
+    """LagunaConfig's defaults: PEFT has no conversion for laguna, so all-linear adapts
+    q/k/v/o and the per-head gate g_proj in 40 layers, layer 0's dense MLP and 39 shared
+    experts, not the parameter router nor the fused experts: 21,043,200 at r16. Per expert adds
+    the 256 experts and the router of each sparse layer."""
+    shape = parse_config(EXPECTED["models"]["laguna-defaults"]["config"])
+    attention = 40 * 16 * ((2048 + 6144) * 2 + (2048 + 1024) * 2 + (2048 + 48))
+    mlps = 16 * 3 * (2048 + 8192) + 39 * 16 * 3 * (2048 + 512)
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == attention + mlps == 21_043_200
+    experts = 39 * (256 * 16 * 3 * (2048 + 512) + 16 * (2048 + 256))
+    per_expert = lora_trainable_params(shape, LoraSetup(rank=16, moe_lora="per-expert"))
+    assert per_expert == 21_043_200 + experts == 1_249_314_816
+
+
+def test_laguna_counts_each_layers_query_heads() -> None:
+    """num_attention_heads_per_layer [8, 8, 4, 4, 8, 4]: three layers of 8 query heads and
+    three of 4, each with a per-channel gate (gating "per-element"); a list that does not name
+    every layer, or a head count keys and values cannot divide, is refused."""
+    config = EXPECTED["models"]["laguna-heads-per-layer"]["config"]
+    shape = parse_config(config)
+    queries = sorted((s.out_features, s.layers) for s in shape.linears if s.role == "q")
+    assert queries == [(4 * 64, 3), (8 * 64, 3)]
+    gates = sorted((s.out_features, s.layers) for s in shape.linears if s.name == "g_proj")
+    assert gates == [(4 * 64, 3), (8 * 64, 3)]
+    for heads in ([8] * 5, [8, 8, 4, 4, 8, 3]):
+        with pytest.raises(EngineError) as refused:
+            parse_config(config | {"num_attention_heads_per_layer": heads})
+        assert refused.value.field == "num_attention_heads_per_layer"
+
+
+def test_laguna_serves_its_listed_sliding_layers() -> None:
+    """layer_types decides (3 of 6 slide over 256 tokens); without it every layer attends in
+    full, whatever sliding_window LagunaConfig defaults to (512)."""
+    config = EXPECTED["models"]["laguna-heads-per-layer"]["config"]
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (3, 3, 256)
+    unlisted = {k: v for k, v in config.items() if k != "layer_types"}
+    layout = kv_layout(unlisted, parse_config(unlisted))
+    assert (layout.full_layers, layout.sliding_layers) == (6, 0)

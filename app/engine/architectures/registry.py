@@ -23,6 +23,7 @@ from app.engine.architectures import (
     granite_hybrid,
     hunyuan,
     hybrid,
+    laguna,
     lfm2,
     llama,
     longcat,
@@ -52,8 +53,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "exaone_moe", "afmoe",
     # longcat.py
     "longcat_flash",
-    # minimax_m3.py
-    "minimax_m3_vl", "minimax_m3_vl_text", "minimax_m3",
+    # minimax_m3.py, laguna.py
+    "minimax_m3_vl", "minimax_m3_vl_text", "minimax_m3", "laguna",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -132,4 +133,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "minimax_m3_vl": minimax_m3.minimax_m3_vl,
     "minimax_m3_vl_text": lambda cfg: minimax_m3.minimax_m3_text(cfg),
     "minimax_m3": lambda cfg: minimax_m3.minimax_m3_text(cfg, "minimax_m3"),
+    "laguna": laguna.laguna,
 }
