@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.engine.job import GpuSpec, Job, headroom_bytes, with_changes
-from app.engine.monotone import first_true
 from app.engine.step_model import StepModels
 
 LEVER_MAX_CARDS = 8
@@ -47,15 +46,56 @@ def fewest_cards_zero3(models: StepModels, job: Job, usable_bytes: int,
                        limit: int = 64) -> int | None:
     """The fewest cards of this size that hold the job under ZeRO-3 (None beyond ``limit``).
 
-    Per-GPU bytes fall as cards are added, so the answer is found by bisection."""
-    def fits(n: int) -> bool:
-        return models.total_bytes(models.sharded_job(job, n)) <= usable_bytes
+    Per-GPU bytes fall as cards are added, so the answer is the edge of a monotone question,
+    found by :func:`first_fitting`."""
+    def total(n: int) -> int:
+        return models.total_bytes(models.sharded_job(job, n))
 
-    if fits(1):
+    if total(1) <= usable_bytes:
         return 1
-    if not fits(limit):
+    if total(limit) > usable_bytes:
         return None
-    return first_true(1, limit, fits)
+    return first_fitting(total, usable_bytes, 1, limit)
+
+
+def first_fitting(total: Callable[[int], int], usable_bytes: int, low: int, high: int) -> int:
+    """The fewest cards n in (``low``, ``high``] with ``total(n) <= usable_bytes``, given
+    ``total(low)`` over it, ``total(high)`` within it and ``total`` falling as n grows.
+
+    Each round guesses the edge by :func:`sharded_guess` from the bracket's two ends, asks
+    the guess and its neighbour towards the bracket's other side (a right guess ends the search
+    in those two questions), and keeps the smaller bracket; a round that does not halve the
+    bracket is followed by a plain halving, so the questions stay O(log(high - low)) as a
+    bisection's do, and the answer is the bisection's answer."""
+    over, within = total(low), total(high)
+    interpolate = True
+    while high - low > 1:
+        width = high - low
+        if interpolate:
+            guess = sharded_guess(low, over, high, within, usable_bytes)
+        else:
+            guess = (low + high) // 2
+        for probe in (guess, guess - 1 if total(guess) <= usable_bytes else guess + 1):
+            if low < probe < high:
+                if total(probe) <= usable_bytes:
+                    high, within = probe, total(probe)
+                else:
+                    low, over = probe, total(probe)
+        interpolate = 2 * (high - low) <= width
+    return high
+
+
+def sharded_guess(low: int, over: int, high: int, within: int, usable_bytes: int) -> int:
+    """The card count strictly between ``low`` and ``high`` where per-GPU bytes, ``over`` on
+    ``low`` cards and ``within`` on ``high``, reach ``usable_bytes`` if they are a part every
+    card holds plus a part split over the cards (ZeRO-3 shards the weights, gradients and
+    optimizer states; Rajbhandari et al. 2020, section 5.1): linear in 1/n between the two ends,
+    in whole numbers. A guess only: what else changes with the count is left to the questions
+    that check it."""
+    above = over - usable_bytes  # > 0
+    drop = over - within  # >= above
+    guess = -(-low * high * drop // (high * drop - above * (high - low)))
+    return min(high - 1, max(low + 1, guess))
 
 
 @dataclass(frozen=True, slots=True)
