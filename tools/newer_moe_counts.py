@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,29 @@ CASES: dict[str, dict[str, Any]] = {
         "num_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 256,
         "shared_expert_intermediate_size": 384,
     },
+    # Step3p7Config's defaults (transformers 5.24; its docstring names stepfun-ai/Step-3.7-Flash):
+    # the whole checkpoint, Step3p7TextConfig's language model (45 layers, the first three dense,
+    # then 288 experts, 8 active, and a shared expert; a sigmoid gate per head) beside
+    # Step3p7VisionConfig's tower (47 layers) and its projector; no release config read.
+    "step3p7-defaults": {"model_type": "step3p7"},
+    # A small checkpoint in the legacy keys a hub config writes (moe_layers_enum,
+    # attention_other_setting, per-layer lists padded with the MTP layers), sliding layers with
+    # their own head count, a gate per channel, biases, tied; a small vision tower.
+    "step3p7-legacy-sliding": {
+        "model_type": "step3p7", "tie_word_embeddings": True, "projector_bias": True,
+        "vision_config": {"width": 128, "layers": 2, "heads": 4, "image_size": 56,
+                          "patch_size": 14},
+        "text_config": {
+            "vocab_size": 32000, "hidden_size": 512, "intermediate_size": 1536,
+            "num_hidden_layers": 6, "num_attention_heads": 8, "num_key_value_heads": 2,
+            "head_dim": 64, "gating": False, "attention_bias": True, "mlp_bias": True,
+            "tie_word_embeddings": True, "num_nextn_predict_layers": 1,
+            "layer_types": ["full_attention", "sliding_attention"] * 3 + ["full_attention"],
+            "sliding_window": 256, "attention_other_setting": {"num_attention_heads": 4},
+            "moe_layers_enum": "1,2,4,5,6", "n_routed_experts": 16, "num_experts_per_tok": 4,
+            "moe_intermediate_size": 256, "share_expert_dim": 384,
+        },
+    },
     "afmoe-defaults": {
         "model_type": "afmoe", "vocab_size": 200192, "hidden_size": 2048,
         "intermediate_size": 6144, "moe_intermediate_size": 1408, "num_hidden_layers": 32,
@@ -173,16 +197,93 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
+def _everything(name: str) -> bool:
+    return True
+
+
+def module_split(model: Any, keep: Callable[[str], bool] = _everything) -> dict[str, int]:
+    """Of the modules and parameters whose names ``keep`` takes: the norms, and as
+    tools/model_counts.py the 4-bit split: ``nn.Linear`` weights but lm_head (what
+    load_in_4bit packs), fused 3-D expert tensors, routers held as parameters."""
+    from torch import nn
+
+    named = {n: p for n, p in model.named_parameters() if keep(n)}
+    modules = {n: m for n, m in model.named_modules() if keep(n)}
+    linears = {n: m for n, m in modules.items() if isinstance(m, nn.Linear)}
+    linear_weights = {id(m.weight) for m in linears.values()}
+    return {
+        "norm": sum(p.numel() for m in modules.values() if "Norm" in type(m).__name__
+                    for p in m.parameters(recurse=False)),
+        "linear": sum(m.weight.numel() for n, m in linears.items()
+                      if n.split(".")[-1] != "lm_head"),
+        "expert_tensors": sum(p.numel() for n, p in named.items()
+                              if p.dim() == 3 and ".experts." in f".{n}"),
+        "routers": sum(p.numel() for n, p in named.items()
+                       if p.dim() == 2 and id(p) not in linear_weights
+                       and n.endswith(("gate.weight", "router.weight"))),
+    }
+
+
+def _figures(raw: dict[str, Any], model: Any, total: int, inactive: int) -> dict[str, Any]:
+    """The config, the class that built it, its total, embedding, lm_head and active count."""
+    embedding = model.get_input_embeddings().weight
+    tied = model.lm_head.weight is embedding
+    return {"config": raw, "built_as": type(model).__name__, "total": total,
+            "embedding": embedding.numel(),
+            "lm_head": 0 if tied else model.lm_head.weight.numel(), "active": total - inactive}
+
+
+def _language(name: str) -> bool:
+    parts = name.split(".")
+    return "language_model" in parts or parts[0] == "lm_head"
+
+
+def whole_counts(raw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`counts` of a multimodal checkpoint no ``AutoModelForCausalLM`` maps (``step3p7``):
+    built whole (``AutoModelForImageTextToText``), every figure of the modules under
+    ``language_model`` and ``lm_head``; ``tower``: the rest (vision tower and projector);
+    ``lora_r16``: what PEFT's ``all-linear`` on the whole checkpoint trains in the language
+    model, ``lora_r16_tower``: what it trains beside it."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    fields = dict(raw)
+    config = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(config)
+    text = config.get_text_config()
+    per_token = int(text.num_experts_per_tok)
+    language = {n: p for n, p in model.named_parameters() if _language(n)}
+    total = sum(p.numel() for p in language.values())
+    inactive = sum(p.numel() * (p.shape[0] - per_token) // p.shape[0]
+                   for n, p in language.items() if ".experts." in f".{n}" and p.dim() == 3)
+    root = next(m for n, m in model.named_modules() if n.endswith("language_model"))
+    result: dict[str, Any] = {
+        **_figures(raw, model, total, inactive),
+        **module_split(model, _language),
+        "lora_r16_per_expert": per_expert_lora(root, text.hidden_size, LORA_RANK),
+        "tower": sum(p.numel() for p in model.parameters()) - total,
+    }
+    peft_model = get_peft_model(
+        model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules="all-linear"))
+    trained = {n: p.numel() for n, p in peft_model.named_parameters() if p.requires_grad}
+    result["lora_r16"] = sum(v for n, v in trained.items() if "language_model" in n.split("."))
+    result["lora_r16_tower"] = sum(trained.values()) - result["lora_r16"]
+    return result
+
+
 def counts(raw: dict[str, Any]) -> dict[str, Any]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
+
+    if raw["model_type"] == "step3p7":
+        return whole_counts(raw)
 
     fields = dict(raw)
     config = AutoConfig.for_model(fields.pop("model_type"), **fields)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
-    embedding = model.get_input_embeddings().weight
-    tied = model.lm_head.weight is embedding
     per_token = getattr(config, "num_experts_per_tok", None) or getattr(config, "moe_topk", 0)
     per_token = int(per_token[0] if isinstance(per_token, list) else per_token or 0)
     inactive = 0
@@ -191,26 +292,9 @@ def counts(raw: dict[str, Any]) -> dict[str, Any]:
             for param in module.parameters(recurse=False):
                 inactive += param.numel() * (param.shape[0] - per_token) // param.shape[0]
     total = unique_total(model)
-    named = dict(model.named_parameters())
-    linear_weights = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Linear)}
     result: dict[str, Any] = {
-        "config": raw,
-        "built_as": type(model).__name__,
-        "total": total,
-        "embedding": embedding.numel(),
-        "lm_head": 0 if tied else model.lm_head.weight.numel(),
-        "norm": sum(p.numel() for m in model.modules() if "Norm" in type(m).__name__
-                    for p in m.parameters(recurse=False)),
-        "active": total - inactive,
-        # as tools/model_counts.py: nn.Linear weights but lm_head (what load_in_4bit packs),
-        # fused 3-D expert tensors, routers held as parameters
-        "linear": sum(m.weight.numel() for n, m in model.named_modules()
-                      if isinstance(m, torch.nn.Linear) and n.split(".")[-1] != "lm_head"),
-        "expert_tensors": sum(p.numel() for n, p in named.items()
-                              if p.dim() == 3 and ".experts." in f".{n}"),
-        "routers": sum(p.numel() for n, p in named.items()
-                       if p.dim() == 2 and id(p) not in linear_weights
-                       and n.endswith(("gate.weight", "router.weight"))),
+        **_figures(raw, model, total, inactive),
+        **module_split(model),
         "lora_r16_per_expert": per_expert_lora(model, config.hidden_size, LORA_RANK),
     }
     def rebuild() -> Any:

@@ -80,6 +80,7 @@ from app.engine.architectures.kit import (
 )
 from app.engine.architectures.longcat import LONGCAT_DEFAULTS, SUBLAYERS_PER_LAYER
 from app.engine.architectures.minimax_m3 import SPARSE_LAYER, indexer_cache
+from app.engine.architectures.step3p7 import serving_layer_types
 from app.engine.errors import EngineError
 from app.engine.shapes import ModelShape
 
@@ -131,6 +132,10 @@ _ALIASES: Final[Mapping[str, str]] = {
 }
 
 
+STEP3P7_TYPES: Final = frozenset({"step3p7", "step3p5"})
+"""Step-3.7-Flash's checkpoint type and its text config's (a ``text_config`` may name it),
+whose ``layer_types`` a hub config pads with the MTP layers
+(:func:`app.engine.architectures.step3p7.serving_layer_types`)."""
 MINIMAX_M3_TYPES: Final = frozenset({"minimax_m3", "minimax_m3_vl", "minimax_m3_vl_text"})
 """MiniMax-M3's types, whose sparse layers keep the lightning indexer's keys
 (:func:`app.engine.architectures.minimax_m3.indexer_cache`)."""
@@ -344,6 +349,8 @@ def kv_layout(config: Mapping[str, object], shape: ModelShape | None = None) -> 
         config = {**config, **{k: v for k, v in nested.items() if v is not None}}
     if config.get("model_type") == "longcat_flash":
         config = _longcat_sublayers(config)
+    if config.get("model_type") in STEP3P7_TYPES:
+        config = serving_layer_types(config, shape.num_layers if shape else None)
     cfg = _Reader(config)
     if config.get("model_type") in GEMMA4_MODEL_TYPES:
         return _gemma4_layout(cfg)

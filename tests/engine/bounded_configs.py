@@ -151,6 +151,14 @@ TOP_FIELDS["minimax_m3_vl"] = ("projector_hidden_size",)
 TEXT_FIELDS["minimax_m3_vl"] = FIELDS["minimax_m3"]
 FIELDS["minimax_m3_vl"] = tuple(dict.fromkeys(
     (*FIELDS["minimax_m3"], *VISION_FIELDS["minimax_m3_vl"], "projector_hidden_size")))
+# app/engine/architectures/step3p7.py: experts, their width and the shared expert's; the
+# checkpoint's vision tower (its MLP follows mlp_ratio, not intermediate_size).
+TEXT_FIELDS["step3p7"] = (*_COMMON, "n_routed_experts", "num_experts_per_tok",
+                          "moe_intermediate_size", "share_expert_dim")
+VISION_FIELDS["step3p7"] = ("hidden_size", "num_hidden_layers", "num_channels", "image_size",
+                            "patch_size")
+FIELDS["step3p7"] = tuple(dict.fromkeys(
+    (*TEXT_FIELDS["step3p7"], *VISION_FIELDS["step3p7"])))
 # Multimodal checkpoints read their fields from ``text_config`` (config_at nests them).
 NESTED: dict[str, str] = {"kimi_k25": "deepseek_v3", "llama4": "llama4_text"}
 for _outer in NESTED:
@@ -191,7 +199,7 @@ ORDINARY: dict[str, int] = dict(
     num_shared_experts=1, num_dense_layers=1,
     num_layers=24, expert_ffn_hidden_size=768, zero_expert_num=64,
     dense_intermediate_size=6144, projector_hidden_size=2048,
-    chunk_size=128, mamba_chunk_size=256,
+    chunk_size=128, mamba_chunk_size=256, share_expert_dim=1280,
 )
 
 

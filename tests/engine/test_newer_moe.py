@@ -25,6 +25,7 @@ from app.engine import parse_config
 from app.engine.architectures.approximate import shape_of
 from app.engine.errors import EngineError
 from app.engine.serving_kv import kv_layout
+from app.engine.shapes import ModelShape
 from app.engine.states import LoraSetup, lora_trainable_params, packed_specs
 
 EXPECTED: dict[str, Any] = json.loads(
@@ -233,16 +234,18 @@ def test_laguna_lora_adapts_every_nn_linear_and_no_expert() -> None:
     assert per_expert == 21_043_200 + experts == 1_249_314_816
 
 
+def widths(shape: ModelShape, name: str) -> list[tuple[int, int]]:
+    """Each output width of the linears called ``name`` and in how many layers."""
+    return sorted((s.out_features, s.layers) for s in shape.linears if s.name == name)
+
+
 def test_laguna_counts_each_layers_query_heads() -> None:
     """num_attention_heads_per_layer [8, 8, 4, 4, 8, 4]: three layers of 8 query heads and
     three of 4, each with a per-channel gate (gating "per-element"); a list that does not name
     every layer, or a head count keys and values cannot divide, is refused."""
     config = EXPECTED["models"]["laguna-heads-per-layer"]["config"]
     shape = parse_config(config)
-    queries = sorted((s.out_features, s.layers) for s in shape.linears if s.role == "q")
-    assert queries == [(4 * 64, 3), (8 * 64, 3)]
-    gates = sorted((s.out_features, s.layers) for s in shape.linears if s.name == "g_proj")
-    assert gates == [(4 * 64, 3), (8 * 64, 3)]
+    assert widths(shape, "q_proj") == widths(shape, "g_proj") == [(4 * 64, 3), (8 * 64, 3)]
     for heads in ([8] * 5, [8, 8, 4, 4, 8, 3]):
         with pytest.raises(EngineError) as refused:
             parse_config(config | {"num_attention_heads_per_layer": heads})
@@ -258,3 +261,65 @@ def test_laguna_serves_its_listed_sliding_layers() -> None:
     unlisted = {k: v for k, v in config.items() if k != "layer_types"}
     layout = kv_layout(unlisted, parse_config(unlisted))
     assert (layout.full_layers, layout.sliding_layers) == (6, 0)
+
+
+def test_step3p7_counts_its_vision_tower_frozen_beside_the_language_model() -> None:
+    """Step3p7Config's defaults: 47 encoder layers 1,536 wide (an MLP of int(1536 x 8960/1536)
+    = 8,960, two layer scales), 52 x 52 learned positions, two 3 x 3 downsamplers to 4 x 1,536
+    and the projector to 4,096: 1,981,014,784, beside the language model, not in it. PEFT's
+    all-linear on the whole checkpoint adapts the tower's linears too; the engine trains the
+    language model's alone."""
+    case = EXPECTED["models"]["step3p7-defaults"]
+    shape = parse_config(case["config"])
+    width, inner = 1536, 8960
+    layer = 4 * (width * width + width) + 2 * width * inner + inner + width + 6 * width
+    downsample = 2 * width * width * 9 + 2 * width + 8 * width * width * 9 + 4 * width
+    embedding = 3 * 14 * 14 * width + 52 * 52 * width + 2 * width
+    tower = embedding + 47 * layer + downsample + 4 * width * 4096
+    assert shape.tower_params == tower == case["tower"] == 1_981_014_784
+    assert case["lora_r16_tower"] > 0
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == case["lora_r16"] == 41_112_576
+
+
+def test_step3p7_lora_adapts_every_nn_linear_and_no_expert() -> None:
+    """No PEFT conversion for step3p7: all-linear adapts q/k/v/o and the per-head gate in 45
+    layers, three dense MLPs and 42 shared experts; not the router nor the 288 fused experts,
+    which per expert adds."""
+    shape = parse_config(EXPECTED["models"]["step3p7-defaults"]["config"])
+    attention = 45 * 16 * ((4096 + 8192) * 2 + (4096 + 1024) * 2 + (4096 + 64))
+    mlps = 3 * 16 * 3 * (4096 + 11264) + 42 * 16 * 3 * (4096 + 1280)
+    assert lora_trainable_params(shape, LoraSetup(rank=16)) == attention + mlps == 41_112_576
+    experts = 42 * (288 * 16 * 3 * (4096 + 1280) + 16 * (4096 + 288))
+    per_expert = lora_trainable_params(shape, LoraSetup(rank=16, moe_lora="per-expert"))
+    assert per_expert == 41_112_576 + experts == 3_165_407_232
+    assert (shape.total_params, shape.active_params) == (195_843_833_088, 10_875_026_688)
+
+
+def test_step3p7_reads_a_hub_configs_legacy_keys() -> None:
+    """attention_other_setting gives the 3 sliding layers 4 query heads (the full ones 8, each
+    with a per-channel gate: gating false); moe_layers_enum "1,2,4,5,6" makes 4 of 6 layers
+    sparse (6 is the MTP layer); layer_types padded with the MTP layer is cut to 6."""
+    config = EXPECTED["models"]["step3p7-legacy-sliding"]["config"]
+    shape = parse_config(config)
+    assert widths(shape, "q_proj") == widths(shape, "g_proj") == [(4 * 64, 3), (8 * 64, 3)]
+    assert widths(shape, "gate") == [(16, 4)]
+    text = config["text_config"]
+    for field, value in (("layer_types", ["full_attention"] * 5),
+                         ("mlp_layer_types", ["dense"] * 6 + ["sparse"] * 2)):
+        with pytest.raises(EngineError) as refused:
+            parse_config(config | {"text_config": text | {field: value}})
+        assert refused.value.field == field
+
+
+def test_step3p7_caches_keys_and_values_per_layer_as_its_dynamic_cache() -> None:
+    """transformers 5.24's DynamicCache of the small checkpoint after 100 tokens holds 307,200
+    bf16 bytes: 6 layers x 2 x 2 kv heads x 64 x 2 bytes a token, the 3 sliding ones within
+    their 256-token window; the defaults' 45 full layers of 8 x 128: 184,320 bytes a token."""
+    config = EXPECTED["models"]["step3p7-legacy-sliding"]["config"]
+    layout = kv_layout(config, parse_config(config))
+    assert (layout.full_layers, layout.sliding_layers, layout.window) == (3, 3, 256)
+    assert 100 * layout.bytes_per_token(tp=1, dtype_bytes=2) == 307_200
+    defaults = EXPECTED["models"]["step3p7-defaults"]["config"]
+    layout = kv_layout(defaults, parse_config(defaults))
+    assert (layout.full_layers, layout.sliding_layers) == (45, 0)
+    assert layout.bytes_per_token(tp=1, dtype_bytes=2) == 2 * 45 * 8 * 128 * 2 == 184_320

@@ -93,6 +93,8 @@ FIELD_BOUNDS: Final[Mapping[str, int]] = {
     "mamba_num_heads": MAX_HEADS, "mamba_head_dim": MAX_HEAD_DIM, "n_groups": MAX_HEADS,
     "ssm_state_size": MAX_STATE_SIZE, "conv_kernel": MAX_CONV_KERNEL,
     "n_routed_experts": MAX_EXPERTS, "moe_shared_expert_intermediate_size": MAX_INTERMEDIATE_SIZE,
+    "share_expert_dim": MAX_INTERMEDIATE_SIZE, "num_sliding_attention_heads": MAX_HEADS,
+    "num_nextn_predict_layers": MAX_LAYERS,
     "moe_latent_size": MAX_HIDDEN_SIZE, "num_kv_heads": MAX_HEADS,
     "ffn_hidden_size": MAX_INTERMEDIATE_SIZE, "num_ln_in_parallel_attn": MAX_SMALL_FACTOR,
     "depth": MAX_LAYERS, "num_position_embeddings": MAX_POSITIONS,

@@ -66,19 +66,20 @@ def heads_per_layer(cfg: Config, att: Attention, layers: int) -> Counter[int]:
     return Counter(listed)
 
 
-def _attention(cfg: Config, att: Attention, layers: int) -> list[LinearSpec]:
-    """q/k/v/o and the output gate, per query-head count."""
-    bias = cfg.flag("attention_bias", False)
-    per_element = cfg.raw.get("gating") == PER_ELEMENT_GATE
+def gated_attention(att: Attention, layers: int, heads: Counter[int], *, bias: bool,
+                    per_element: bool) -> list[LinearSpec]:
+    """q/k/v/o (``bias`` on each) and the output gate ``g_proj`` (no bias; one per head, or
+    one per head channel where ``per_element``), per query-head count: ``heads`` says how many
+    of the ``layers`` have each (Laguna's and Step-3.7-Flash's attention)."""
     kv_width = att.kv_heads * att.head_dim
     specs = [LinearSpec("k_proj", "k", att.hidden, kv_width, layers, bias=bias),
              LinearSpec("v_proj", "v", att.hidden, kv_width, layers, bias=bias)]
-    for heads, count in sorted(heads_per_layer(cfg, att, layers).items()):
-        width = heads * att.head_dim
+    for count_heads, count in sorted(heads.items()):
+        width = count_heads * att.head_dim
         specs += [LinearSpec("q_proj", "q", att.hidden, width, count, bias=bias),
                   LinearSpec("o_proj", "o", width, att.hidden, count, bias=bias),
-                  LinearSpec("g_proj", "gate", att.hidden, width if per_element else heads,
-                             count)]
+                  LinearSpec("g_proj", "gate", att.hidden,
+                             width if per_element else count_heads, count)]
     return specs
 
 
@@ -103,7 +104,9 @@ def laguna(config: Config) -> ModelShape:
     moe = Moe(experts, experts_per_token(cfg, experts, "num_experts"),
               cfg.integer("moe_intermediate_size"), sparse) if sparse else Moe(0, 0, 0, 0)
     intermediate = cfg.integer("intermediate_size")
-    linears = _attention(cfg, att, layers)
+    linears = gated_attention(att, layers, heads_per_layer(cfg, att, layers),
+                              bias=cfg.flag("attention_bias", False),
+                              per_element=cfg.raw.get("gating") == PER_ELEMENT_GATE)
     linears += fused_experts(att.hidden, moe.width, sparse, experts, moe.active,
                              peft_fused=False, router_target=False)
     linears += swiglu_mlp(att.hidden, cfg.integer("shared_expert_intermediate_size"), sparse,

@@ -31,6 +31,7 @@ from app.engine.architectures import (
     moe,
     multimodal,
     phi,
+    step3p7,
 )
 from app.engine.architectures.gemma import gemma2_or_3
 from app.engine.architectures.kit import Config
@@ -53,8 +54,8 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "exaone_moe", "afmoe",
     # longcat.py
     "longcat_flash",
-    # minimax_m3.py, laguna.py
-    "minimax_m3_vl", "minimax_m3_vl_text", "minimax_m3", "laguna",
+    # minimax_m3.py, laguna.py, step3p7.py
+    "minimax_m3_vl", "minimax_m3_vl_text", "minimax_m3", "laguna", "step3p7",
     *llama.NEWER_DENSE,
 )
 # Mixture-of-experts and MLA families (moe.py, deepseek.py).
@@ -134,4 +135,5 @@ _BUILDERS: dict[str, Callable[[Config], ModelShape]] = {
     "minimax_m3_vl_text": lambda cfg: minimax_m3.minimax_m3_text(cfg),
     "minimax_m3": lambda cfg: minimax_m3.minimax_m3_text(cfg, "minimax_m3"),
     "laguna": laguna.laguna,
+    "step3p7": step3p7.step3p7,
 }
