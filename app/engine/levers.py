@@ -47,15 +47,17 @@ def fewest_cards_zero3(models: StepModels, job: Job, usable_bytes: int,
     """The fewest cards of this size that hold the job under ZeRO-3 (None beyond ``limit``).
 
     Per-GPU bytes fall as cards are added, so the answer is the edge of a monotone question,
-    found by :func:`first_fitting`."""
+    found by :func:`first_fitting` inside the bracket that the counts already asked for this
+    job (by the search for another card size) leave open."""
     def total(n: int) -> int:
-        return models.total_bytes(models.sharded_job(job, n))
+        return models.sharded_total(job, n)
 
     if total(1) <= usable_bytes:
         return 1
     if total(limit) > usable_bytes:
         return None
-    return first_fitting(total, usable_bytes, 1, limit)
+    low, high = models.known_bracket(job, usable_bytes, 1, limit)
+    return first_fitting(total, usable_bytes, low, high)
 
 
 def first_fitting(total: Callable[[int], int], usable_bytes: int, low: int, high: int) -> int:

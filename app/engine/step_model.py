@@ -520,6 +520,7 @@ class StepModels:
         self._cache: dict[Job, StepModel] = {}
         self._sharded: dict[tuple[Job, int], Job] = {}
         self._totals: dict[Job, int] = {}
+        self._counts: dict[Job, dict[int, int]] = {}
 
     def get(self, job: Job) -> StepModel:
         model = self._cache.get(job)
@@ -542,6 +543,28 @@ class StepModels:
         if variant is None:
             variant = self._sharded[key] = _sharded(job, gpus)
         return variant
+
+    def sharded_total(self, job: Job, gpus: int) -> int:
+        """:meth:`total_bytes` of :meth:`sharded_job`, remembered by card count for
+        :meth:`known_bracket`."""
+        known = self._counts.setdefault(job, {})
+        total = known.get(gpus)
+        if total is None:
+            total = known[gpus] = self.total_bytes(self.sharded_job(job, gpus))
+        return total
+
+    def known_bracket(self, job: Job, usable_bytes: int, low: int, high: int) -> tuple[int, int]:
+        """The narrowest bracket inside (``low``, ``high``) that card counts already asked of
+        :meth:`sharded_total` for this job settle: the most cards seen over ``usable_bytes``
+        below the fewest seen within it. Per-GPU bytes fall as cards are added, so a search
+        for one card size starts where the searches for the others left off."""
+        for gpus, total in self._counts.get(job, {}).items():
+            if low < gpus < high:
+                if total <= usable_bytes:
+                    high = gpus
+                else:
+                    low = gpus
+        return low, high
 
     def sharded(self, job: Job, gpus: int) -> StepModel:
         """The step model of :meth:`sharded_job`."""

@@ -68,3 +68,33 @@ def test_any_falling_curve_gives_the_first_count_within_the_limit(edge: int, cur
     expected = min(n for n in range(1, 65) if total(n) <= usable)
     if expected > 1:
         assert first_fitting(total, usable, 1, 64) == expected
+
+
+@pytest.mark.parametrize("slug", ["llama-3.1-8b", "llama-3.3-70b"])
+def test_searches_for_other_card_sizes_change_no_answer(slug: str) -> None:
+    """One sizing's step models remember the card counts asked for a job, and a search for
+    the next card size starts inside the bracket they leave: smallest size first or largest
+    first, every answer is the one a search on fresh step models gives."""
+    shape = reference_shape(slug)
+    for job in JOBS[::5]:
+        job = unsloth.as_run(job)
+        alone = {usable: fewest_cards_zero3(StepModels(shape), job, usable) for usable in ROOMS}
+        for order in (ROOMS, ROOMS[::-1]):
+            models = StepModels(shape)
+            assert {usable: fewest_cards_zero3(models, job, usable) for usable in order} \
+                == alone, job
+
+
+def test_the_known_bracket_is_the_narrowest_the_asked_counts_settle() -> None:
+    models = StepModels(reference_shape("llama-3.3-70b"))
+    job = unsloth.as_run(Job(method="full", seq_len=4096, gradient_checkpointing=True))
+    asked = {gpus: models.sharded_total(job, gpus) for gpus in (1, 5, 9, 17, 33, 64)}
+    for usable in ROOMS:
+        low, high = models.known_bracket(job, usable, 1, 64)
+        assert asked[low] > usable or low == 1
+        assert asked[high] <= usable or high == 64
+        between = [gpus for gpus in asked if low < gpus < high]
+        assert between == [], (usable, low, high)
+    assert models.known_bracket(job, 0, 5, 9) == (5, 9)  # nothing asked strictly between
+    other = unsloth.as_run(Job(method="lora", seq_len=4096))
+    assert models.known_bracket(other, 0, 1, 64) == (1, 64)  # another job's counts: none
