@@ -4,7 +4,8 @@
 * ``GET /api/models/{owner}/{name}`` and ``.../revision/{revision}``: the model info
   (``{"id": ..., "sha": ...}``); unknown repository 404 ``X-Error-Code: RepoNotFound``,
   unknown revision 404 ``RevisionNotFound``.
-* ``GET /{owner}/{name}/resolve/{revision}/config.json``: the file; a gated repository answers
+* ``GET /{owner}/{name}/resolve/{revision}/config.json``: the file (``hf_quant_config.json``
+  too, for a repository that has one, listed in the info's ``siblings``); a gated repository answers
   401 ``X-Error-Code: GatedRepo`` unless the request carries its token; a repository without
   the file 404 ``EntryNotFound``; any other file (weights) 404, and is counted, so a test can
   prove none was asked for.
@@ -41,6 +42,8 @@ class FakeRepo:
     declare_length: bool = True
     redirect: str | None = None
     """Answer the config.json with ``302 Location: redirect`` (absolute or relative)."""
+    hf_quant_config: dict[str, Any] | None = None
+    """ModelOpt's ``hf_quant_config.json``: listed in the model info's ``siblings`` and served."""
 
 
 class FakeHub:
@@ -115,8 +118,11 @@ class FakeHub:
         if sha is None:
             _send(handler, 404, b'{"error": "Invalid rev id"}', code="RevisionNotFound")
             return
+        files = ["config.json"] + (["hf_quant_config.json"] if repo.hf_quant_config else [])
         _send(handler, 200, json.dumps({"id": repo.repo_id, "sha": sha,
-                                        "gated": repo.gated_token is not None}).encode())
+                                        "gated": repo.gated_token is not None,
+                                        "siblings": [{"rfilename": name} for name in files]
+                                        }).encode())
 
     def _resolve(self, handler: BaseHTTPRequestHandler, repo_id: str, revision: str,
                  filename: str) -> None:
@@ -134,6 +140,9 @@ class FakeHub:
                 handler.headers.get("Authorization") != f"Bearer {repo.gated_token}"):
             _send(handler, 401, b'{"error": "Access to this model is restricted"}',
                   code="GatedRepo")
+            return
+        if filename == "hf_quant_config.json" and repo.hf_quant_config is not None:
+            _send(handler, 200, json.dumps(repo.hf_quant_config).encode())
             return
         if filename != "config.json" or repo.config is None:
             _send(handler, 404, b'{"error": "Entry not found"}', code="EntryNotFound")

@@ -96,6 +96,11 @@ MAX_INFO_BYTES: Final = 1024 * 1024
 a whole model info with thousands of files stays far below 1 MB)."""
 MAX_ERROR_BYTES: Final = 16 * 1024
 """Of an error answer, only this much is read (its message is all that is used)."""
+HF_QUANT_CONFIG: Final = "hf_quant_config.json"
+"""NVIDIA ModelOpt's quantisation file beside config.json (releases by ModelOpt 0.29 and
+before), fetched when the model info lists it; vLLM reads it as the ``quantization_config``
+(``vllm/transformers_utils/config.py``). Read up to the config.json's
+:data:`~app.catalog.inline_config.MAX_DOCUMENT_BYTES`."""
 MAX_CONCURRENT_FETCHES: Final = 4
 """Hub look-ups one process runs at once; a request beyond that is told to try again."""
 MAX_WAITING: Final = 8
@@ -439,10 +444,13 @@ def _fetch(ref: RepoRef, access: HubAccess, now: Callable[[], datetime]) -> HubM
         info_url += f"/revision/{quote(ref.revision, safe='')}"
     try:
         info = _get(info_url, headers, MAX_INFO_BYTES, deadline, access, ref,
-                    params={"expand": "sha"})
+                    params={"expand": ["sha", "siblings"]})
         commit, repo_id = _commit_of(info, ref)
-        body = _get(f"{access.endpoint}/{ref.repo_id}/resolve/{commit}/config.json", headers,
-                    inline_config.MAX_DOCUMENT_BYTES, deadline, access, ref)
+        files = f"{access.endpoint}/{ref.repo_id}/resolve/{commit}"
+        body = _get(f"{files}/config.json", headers, inline_config.MAX_DOCUMENT_BYTES,
+                    deadline, access, ref)
+        quant = _get(f"{files}/{HF_QUANT_CONFIG}", headers, inline_config.MAX_DOCUMENT_BYTES,
+                     deadline, access, ref) if _lists(info, HF_QUANT_CONFIG) else None
     except GatedRepoError as error:
         raise _refused(ref, "hub_gated", f"{ref.repo_id} is gated and the shop's Hub token "
                        "has no access to it") from error
@@ -463,12 +471,41 @@ def _fetch(ref: RepoRef, access: HubAccess, now: Callable[[], datetime]) -> HubM
         raise _unavailable("hub_unreachable", "the Hugging Face Hub cannot be reached right "
                            "now") from error
     try:
-        config = inline_config.read_config_bytes(body)
+        config = _with_quant_file(inline_config.read_config_bytes(body), quant)
     except inline_config.ConfigValueError as error:
         raise _refused(ref, "hub_bad_config", f"the config.json of {ref.repo_id} cannot be "
                        f"read: {error}", reason=str(error)) from error
     return HubModel(repo_id=repo_id, revision=ref.revision, commit_sha=commit, config=config,
                     fetched_at=now())
+
+
+def _lists(info: bytes, filename: str) -> bool:
+    """Whether a model-info answer's ``siblings`` (the repository's files at the commit) name
+    ``filename``."""
+    try:
+        document = json.loads(info)
+    except (ValueError, RecursionError):
+        return False
+    siblings = document.get("siblings") if isinstance(document, dict) else None
+    return isinstance(siblings, list) and any(
+        isinstance(entry, dict) and entry.get("rfilename") == filename for entry in siblings)
+
+
+def _with_quant_file(config: dict[str, Any], quant: bytes | None) -> dict[str, Any]:
+    """The config.json with the repository's ModelOpt ``hf_quant_config.json`` as its
+    ``quantization_config`` when it has none (:func:`inline_config.with_hf_quant_config`, as
+    vLLM reads such a release), summarised and held to the same size as any config.json."""
+    if quant is None:
+        return config
+    try:
+        document = inline_config.loads_bounded(quant)
+    except (ValueError, RecursionError) as error:
+        raise inline_config.ConfigValueError(
+            "syntax", f"{HF_QUANT_CONFIG} is not valid JSON") from error
+    inline_config.check_values(document)
+    merged = inline_config.summarised(inline_config.with_hf_quant_config(config, document))
+    inline_config.check_size(merged)
+    return merged
 
 
 def _commit_of(info: bytes, ref: RepoRef) -> tuple[str, str]:
@@ -487,7 +524,8 @@ def _commit_of(info: bytes, ref: RepoRef) -> tuple[str, str]:
 
 
 def _get(url: str, headers: Mapping[str, str], limit: int, deadline: float,
-         access: HubAccess, ref: RepoRef, params: Mapping[str, str] | None = None) -> bytes:
+         access: HubAccess, ref: RepoRef,
+         params: Mapping[str, str | list[str]] | None = None) -> bytes:
     """The body of a 2xx answer, at most ``limit`` bytes, by ``deadline``; an error answer is
     raised as huggingface_hub reads it (from its first :data:`MAX_ERROR_BYTES`). Redirects
     are followed here, at most :data:`MAX_REDIRECTS`, each target checked first

@@ -254,6 +254,27 @@ def read_config_bytes(data: bytes) -> dict[str, Any]:
     return read_config_text(text)
 
 
+def with_hf_quant_config(config: dict[str, Any], quant: object) -> dict[str, Any]:
+    """``config`` with a ModelOpt ``hf_quant_config.json`` (``quant``) as its
+    ``quantization_config`` when it has none, as vLLM reads a ModelOpt release ("ModelOpt 0.29.0
+    and before saves the quantization config in a separate hf_quant_config.json",
+    ``vllm/transformers_utils/config.py``), flattened as ModelOpt 0.31 and later writes it into
+    config.json (``quant_method: modelopt`` beside ``quant_algo``; vLLM's
+    ``ModelOptFp8Config.from_config`` reads either). ``config`` unchanged otherwise: a file
+    from another producer, or one without a ``quantization`` object."""
+    text = config.get("text_config")
+    has_own = "quantization_config" in config or (
+        isinstance(text, Mapping) and "quantization_config" in text)
+    if has_own or not isinstance(quant, Mapping):
+        return config
+    producer, section = quant.get("producer"), quant.get("quantization")
+    if not (isinstance(producer, Mapping) and producer.get("name") == "modelopt"
+            and isinstance(section, Mapping)):
+        return config
+    flat = {"quant_method": "modelopt", **section, "producer": dict(producer)}
+    return {**config, "quantization_config": flat}
+
+
 def summarised(config: dict[str, Any]) -> dict[str, Any]:
     """A parsed config.json (the API's body) as :func:`read_config_text` keeps one: its
     quantisation section summarised when the whole takes more than :data:`MAX_CONFIG_BYTES` as

@@ -22,7 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from app.catalog.inline_config import replace_non_finite
+from app.catalog.inline_config import replace_non_finite, with_hf_quant_config
 from app.catalog.schemas import (
     STOCK_STATUSES,
     SYSTEM_KINDS,
@@ -267,6 +267,7 @@ def _read_models(seed_dir: Path) -> tuple[ModelRecord, ...]:
         config = replace_non_finite(_load_json(config_path))
         if not isinstance(config, dict):
             raise SeedError(f"{config_path}: expected a JSON object")
+        config = with_hf_quant_config(config, entry.get("hf_quant_config"))
         try:
             shape = parse_config(config)
         except ShapeError as exc:

@@ -34,7 +34,7 @@ from app.engine.step_model import StepModels, model_states, single_gpu_job_state
 
 # Semantic: major when a field's meaning changes, minor when the arithmetic changes; what each
 # version changed is in CHANGELOG.md ("Engine versions").
-ENGINE_VERSION = "1.26.0"
+ENGINE_VERSION = "1.26.1"
 """Bumped whenever a figure for the same input can change; returned with every result."""
 
 

@@ -154,7 +154,12 @@ def published_format(config: Mapping[str, Any]) -> WeightFormat | None:
     * ``quant_method: mxfp4``: gpt-oss (``transformers/quantizers/quantizer_mxfp4.py``);
     * ``quant_method: fp8``: DeepSeek-V3/R1, Kimi K2, MiniMax-M2 (block-wise FP8, e4m3);
     * ``quant_method: awq`` / ``gptq`` at 4 bits, group 128 (AutoAWQ's and AutoGPTQ's default);
-    * ``quant_method: modelopt`` with ``quant_algo`` FP8 or NVFP4 (NVIDIA's ModelOpt exports);
+    * ``quant_method: modelopt`` with ``quant_algo`` FP8 or NVFP4 (NVIDIA's ModelOpt exports),
+      or ModelOpt's own ``hf_quant_config.json`` (``producer.name: modelopt`` and the algorithm
+      under ``quantization``), which vLLM takes as the ``quantization_config`` when config.json
+      has none (``vllm/transformers_utils/config.py``: "ModelOpt 0.29.0 and before saves the
+      quantization config in a separate hf_quant_config.json"; ``_parse_quant_hf_config``
+      then sets ``quant_method`` modelopt);
     * ``quant_method: compressed-tensors`` with one weight scheme: 8-bit float (FP8), 8-bit int
       with 8-bit activations (W8A8 INT8) or 4-bit float (NVFP4). Its 4-bit integer schemes at
       another group size (Kimi K2.5's group 32) are none of our formats and are left out.
@@ -166,6 +171,10 @@ def published_format(config: Mapping[str, Any]) -> WeightFormat | None:
     if not isinstance(quant, Mapping):
         return None
     method = str(quant.get("quant_method", "")).lower()
+    producer, modelopt = quant.get("producer"), quant.get("quantization")
+    if not method and isinstance(producer, Mapping) and isinstance(modelopt, Mapping) \
+            and producer.get("name") == "modelopt":
+        method, quant = "modelopt", modelopt
     if method in ("mxfp4", "fp8"):
         return cast(WeightFormat, method)
     if method in ("awq", "gptq"):

@@ -266,3 +266,25 @@ def test_only_model_info_and_config_json_are_ever_asked_for(
     assert all(path.startswith("/api/models/") or path.endswith("/config.json")
                for path in fake_hub.paths())
     assert hub.MAX_REPO_ID_CHARS == 193
+
+
+def test_a_modelopt_hf_quant_config_becomes_the_quantization_config(
+    fake_hub: FakeHub, session: Session
+) -> None:
+    """As vLLM reads a ModelOpt 0.29 release: the file the model info lists, fetched at the
+    same commit, flattened into config.json's quantization_config; its long module list
+    summarised as any quantisation section."""
+    excluded = [f"model.layers.{n}.mlp.gate" for n in range(20000)]
+    quant = {"producer": {"name": "modelopt", "version": "0.29.0"},
+             "quantization": {"quant_algo": "NVFP4", "exclude_modules": excluded}}
+    repo = fake_hub.add(FakeRepo("acme/m-fp4", NEW_MODEL, hf_quant_config=quant))
+    found = hub_model(session, parse_ref("acme/m-fp4"), access=_access(fake_hub))
+    assert found.config == {**NEW_MODEL, "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "NVFP4",
+        "exclude_modules": {"entries": 20000}, "producer": quant["producer"]}}
+    assert fake_hub.paths()[1:] == [
+        f"/acme/m-fp4/resolve/{repo.revisions['main']}/config.json",
+        f"/acme/m-fp4/resolve/{repo.revisions['main']}/hf_quant_config.json"]
+    own = {**NEW_MODEL, "quantization_config": {"quant_method": "fp8"}}
+    fake_hub.add(FakeRepo("acme/m-own", own, hf_quant_config=quant))
+    assert hub_model(session, parse_ref("acme/m-own"), access=_access(fake_hub)).config == own

@@ -40,6 +40,12 @@ def test_the_seed_checkpoints_published_formats(slug: str, expected: str | None)
         "weights": {"type": "int", "num_bits": 8}, "input_activations": {"num_bits": 8}}}},
      "int8"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, None),
+    # ModelOpt's hf_quant_config.json, which vLLM takes as the quantization_config
+    ({"producer": {"name": "modelopt", "version": "0.29.0"},
+      "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": None}}, "fp8"),
+    ({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4"}}, "nvfp4"),
+    ({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "W4A8_AWQ"}}, None),
+    ({"producer": {"name": "other"}, "quantization": {"quant_algo": "FP8"}}, None),
 ])
 def test_quantization_configs_as_vllm_reads_them(quantization: dict[str, Any],
                                                  expected: str | None) -> None:

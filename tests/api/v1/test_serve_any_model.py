@@ -27,6 +27,13 @@ QWEN3_8B: dict[str, Any] = json.loads((SEED_DIR / "models" / "qwen3-8b.json").re
 NEW_MODEL: dict[str, Any] = {**QWEN3_8B, "num_hidden_layers": 40}
 UNKNOWN: dict[str, Any] = {**QWEN3_8B, "model_type": "brand_new_lm"}
 REPO = "Acme/New-Model-9B"
+MODELOPT_REPO = "Acme/New-Model-9B-FP8"
+HF_QUANT_CONFIG: dict[str, Any] = {
+    "producer": {"name": "modelopt", "version": "0.29.0"},
+    "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": None,
+                     "exclude_modules": ["lm_head"]}}
+"""ModelOpt's file beside a config.json that names no quantisation (releases by ModelOpt 0.29
+and before)."""
 REVISION = "v2"
 JOB = {"context": 16384, "concurrency": 4}
 FORM = {"context": "16384", "users": "4"}
@@ -38,6 +45,7 @@ def fake_hub() -> Iterator[FakeHub]:
     for hub in running_hub():
         hub.add(FakeRepo(REPO, NEW_MODEL, revisions={REVISION: "b" * 40}))
         hub.add(FakeRepo("acme/unknown-type", UNKNOWN))
+        hub.add(FakeRepo(MODELOPT_REPO, NEW_MODEL, hf_quant_config=HF_QUANT_CONFIG))
         yield hub
 
 
@@ -225,3 +233,28 @@ def test_the_cli_serves_a_repository_id_as_the_api(
     assert missing.code == 2 and missing.stdout == ""
     assert missing.stderr.startswith("sizer serving: error: model: the Hugging Face Hub has no "
                                      "public model nobody/nothing")
+
+
+def test_a_modelopt_release_is_served_in_the_format_of_its_hf_quant_config(
+    client: TestClient, auth: dict[str, str], fake_hub: FakeHub, database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its config.json names no quantisation; vLLM reads hf_quant_config.json instead, and
+    so do page, API and CLI: FP8 as published, not 16 bits."""
+    api = client.post("/api/v1/serving-estimates", headers=auth,
+                      json={**JOB, "model": MODELOPT_REPO}).json()
+    assert (api["weights"], api["weights_as_published"]) == ("fp8", True)
+    assert any(path.endswith("/hf_quant_config.json") for path in fake_hub.paths())
+    sixteen = client.post("/api/v1/serving-estimates", headers=auth,
+                          json={**JOB, "model": REPO}).json()
+    assert sixteen["weights"] == "bf16"
+    page = client.get("/serve", params={"model": MODELOPT_REPO, **FORM},
+                      headers={**HX, "Accept-Language": "en"}).text
+    assert '<span id="weights-format">weights FP8, as published</span>' in page
+    assert _users(page) == _api_users(api)
+    monkeypatch.setenv("SIZER_DATABASE_URL", database_url)
+    monkeypatch.setenv("SIZER_HUB_ENDPOINT", fake_hub.endpoint)
+    run = sizer("serving", "--model", MODELOPT_REPO, "--context", "16384", "--concurrency", "4",
+                "--format", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout) == api

@@ -106,3 +106,23 @@ def test_a_dgx_spark_does_not_serve_20_gpt_oss_users_below_the_speed_floor(
     refused = client.post("/api/v1/serving-estimates", headers=auth,
                           json={**job, "min_tokens_per_s": -1})
     assert refused.status_code == 422 and "min_tokens_per_s" in refused.text
+
+
+def test_nemotron_3_super_serves_in_fp8_as_its_modelopt_release(
+    client: TestClient, auth: dict[str, str], database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 keeps its FP8 scheme in ModelOpt's
+    hf_quant_config.json, not in config.json: it was sized in bf16 (241 GB of weights), where
+    no single H200 NVL holds it."""
+    slug = "nvidia-nemotron-3-super-120b-a12b"
+    api = client.post("/api/v1/serving-estimates", headers=auth, json={"model": slug}).json()
+    assert (api["weights"], api["weights_as_published"]) == ("fp8", True)
+    assert cli(monkeypatch, database_url, "--model", slug) == api
+    assert fit(api, "h200-nvl")["fits"]
+    page = client.get(f"/serve?model={slug}", headers={"Accept-Language": "en"}).text
+    assert '<span id="weights-format">weights FP8, as published</span>' in page
+    assert serves(page, "card", "h200-nvl")
+    sixteen = client.post("/api/v1/serving-estimates", headers=auth,
+                          json={"model": slug, "weights": "bf16"}).json()
+    assert not fit(sixteen, "h200-nvl")["fits"] and not sixteen["weights_as_published"]
