@@ -145,7 +145,7 @@ async def calculate(request: Request, body: Annotated[FormBody, Depends(read_for
 @router.get("/models", response_class=HTMLResponse)
 def search_models(
     request: Request, session: DbSession, q: str = "", model: str = ""
-) -> HTMLResponse:
+) -> Response:
     """Search-as-you-type: the model list filtered (htmx), or the calculator with it
     (:func:`app.web.sizing_page.search_models`, which the Serve mode shares)."""
     return sizing_page.search_models(

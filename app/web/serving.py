@@ -100,7 +100,7 @@ def serve_submit(request: Request, session: DbSession,
 
 @router.get("/serve/models", response_class=HTMLResponse)
 def search_models(request: Request, session: DbSession, q: str = "",
-                  model: str = "") -> HTMLResponse:
+                  model: str = "") -> Response:
     """Search-as-you-type in Serve mode: the fine-tune page's search
     (:func:`app.web.sizing_page.search_models`) over the same catalog."""
     return sizing_page.search_models(

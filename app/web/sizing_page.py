@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from app import caches
@@ -50,6 +50,8 @@ class ModelChoosing(Protocol):
 
     @property
     def is_repo(self) -> bool: ...
+
+    def url(self) -> str: ...
 
 
 _Calc = TypeVar("_Calc", bound=ModelChoosing)
@@ -109,7 +111,7 @@ def searched_settings(form: ModuleType, params: Mapping[str, str], defaults: _Ca
 
 def search_models(request: Request, session: Session, template: str, *, form: ModuleType,
                   calc: _Calc, query: str, model: str,
-                  size: Callable[[Catalog, _Calc], tuple[object, int]]) -> HTMLResponse:
+                  size: Callable[[Catalog, _Calc], tuple[object, int]]) -> Response:
     """Search-as-you-type in either mode: the model list filtered (the template's
     ``model_options`` block, for htmx), with ``calc`` (the mode's defaults) choosing from it.
 
@@ -117,21 +119,24 @@ def search_models(request: Request, session: Session, template: str, *, form: Mo
     the ``models-filtered`` event makes the mode's form recalculate for it. A Hugging Face
     repository id is offered and chosen (the form then sizes it). A search that finds nothing
     says so beside the search box, leaves the list whole and the current model chosen, and
-    asks for no recalculation: the result on screen stays what it was."""
+    asks for no recalculation: the result on screen stays what it was. Without JavaScript a
+    Hub repository id goes (303) to the mode's page that sizes it, or says why it cannot."""
     catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     query = query[:catalog_search.MAX_QUERY_CHARS]
     groups = model_groups(catalog.models, query)
     headers = {"HX-Trigger-After-Settle": "models-filtered"}
-    no_match = False
+    no_match = hub_id = False
     if not groups:
         groups, headers = model_groups(catalog.models), {}
         if hub.is_repo_id(query.strip()):  # a Hub id: offered, chosen and sized by the form
-            calc.model = query.strip()
+            calc.model, hub_id = query.strip(), True
+            if not htmx.is_htmx(request):
+                return Response(status_code=303, headers={"Location": calc.url()})
             headers = {"HX-Trigger-After-Settle": "models-filtered"}
         else:
             no_match = True
     slugs = [m.slug for _, models in groups for m in models]
-    if slugs and not calc.is_repo:
+    if slugs and not hub_id and not (no_match and calc.is_repo):
         calc.model = model if model in slugs else slugs[0]
     return render_sizing(
         request, template, calc=calc, errors=FieldErrors(), catalog=catalog, form=form,

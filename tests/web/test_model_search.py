@@ -149,3 +149,45 @@ def test_derivatives_are_labelled_in_the_list(client: TestClient, lang: str, lab
     options = dict(re.findall(r'<option value="([^"]+)"[^>]*>([^<]*)</option>', response.text))
     assert label in options["deepseek-r1-distill-llama-70b"]
     assert label not in options["llama-3.3-70b"]
+
+
+HUB_ID = "mistralai/Mistral-Small-24B-Instruct-2501"
+
+
+@pytest.mark.parametrize("path", ["/models", "/serve/models"])
+@pytest.mark.parametrize("headers", [HX, {}], ids=["htmx", "page"])
+def test_a_search_after_a_hub_id_chooses_the_model_it_finds(
+    client: TestClient, path: str, headers: dict[str, str]
+) -> None:
+    """A fresh walk: once a Hub repository id stood in the model field (typed into the search
+    while the Hub was out of reach), every later search kept it: "llama 70b" listed Llama 3.3
+    70B first and left the repository chosen, with or without JavaScript."""
+    response = client.get(path, params={"q": "llama 70b", "model": HUB_ID}, headers=headers)
+    assert response.status_code == 200
+    assert _chosen(response.text) == "llama-3.3-70b"
+    if headers:
+        assert response.headers["HX-Trigger-After-Settle"] == "models-filtered"
+    nothing = client.get(path, params={"q": "no such model", "model": HUB_ID}, headers=headers)
+    assert _chosen(nothing.text) == HUB_ID  # a search that finds nothing changes nothing
+    assert "No model matches" in nothing.text
+
+
+@pytest.mark.parametrize(("path", "sized"), [("/models", "/?model="), ("/serve/models",
+                                                                        "/serve?model=")])
+def test_without_javascript_a_hub_id_searched_goes_to_its_sizing(
+    client: TestClient, path: str, sized: str
+) -> None:
+    """Without JavaScript a Hub repository id typed into the search answered "We could not
+    size this job" and no reason: nothing sized it (htmx's form does, after the list). Now the
+    search sends the browser to the page that sizes it, which says why when the Hub is out of
+    reach."""
+    response = client.get(path, params={"q": HUB_ID, "model": "qwen3-8b", "users": "4"}
+                          if path == "/serve/models" else {"q": HUB_ID, "model": "qwen3-8b"})
+    assert response.status_code == 303
+    location = response.headers["location"]
+    assert location.startswith(sized + "mistralai%2FMistral-Small-24B-Instruct-2501")
+    if path == "/serve/models":
+        assert "users=4" in location
+    htmx_answer = client.get(path, params={"q": HUB_ID, "model": "qwen3-8b"}, headers=HX)
+    assert htmx_answer.status_code == 200
+    assert _chosen(htmx_answer.text) == HUB_ID
