@@ -528,14 +528,18 @@ def training_time(training: Training | None, calc: CalculatorInput) -> FieldErro
     if training is None:
         return None
     tokens = token_text(calc.tokens, calc.epochs)
+    one = tokens == "1"
     hours = training.hours
     if hours < 1:
-        return FieldError(N_("about %(minutes)s min for %(tokens)s tokens"),
+        return FieldError(N_("about %(minutes)s min for 1 token") if one else
+                          N_("about %(minutes)s min for %(tokens)s tokens"),
                           {"minutes": max(1, round(hours * 60)), "tokens": tokens})
     if hours < 48:
-        return FieldError(N_("about %(hours)s h for %(tokens)s tokens"),
+        return FieldError(N_("about %(hours)s h for 1 token") if one else
+                          N_("about %(hours)s h for %(tokens)s tokens"),
                           {"hours": round(hours, 1), "tokens": tokens})
-    return FieldError(N_("about %(days)s days for %(tokens)s tokens"),
+    return FieldError(N_("about %(days)s days for 1 token") if one else
+                      N_("about %(days)s days for %(tokens)s tokens"),
                       {"days": round(hours / 24, 1), "tokens": tokens})
 
 

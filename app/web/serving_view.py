@@ -99,6 +99,17 @@ ASSUMPTIONS: Final = {
     "moe": N_("mixture of experts: each step reads the experts the users' tokens touch"),
 }
 """The serving engine's assumptions (``SERVING_ASSUMPTION_TEXTS``), by key."""
+VERDICTS: Final = {
+    (False, False): N_("%(name)s serves %(users)s users at %(context)s tokens each, up to "
+                       "%(most)s at once."),
+    (True, False): N_("%(name)s serves %(users)s user at %(context)s tokens, up to %(most)s "
+                      "at once."),
+    (False, True): N_("%(name)s serves %(users)s users at 1 token each, up to %(most)s at "
+                      "once."),
+    (True, True): N_("%(name)s serves %(users)s user at 1 token, up to %(most)s at once."),
+}
+"""The verdict when a card serves the load, by (one user, a context of one token): English
+and German say "1 user", "1 token" (a context of 1 read "at 1 tokens")."""
 
 
 @dataclass(frozen=True)
@@ -216,15 +227,15 @@ def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeVie
     first = min(fitting_systems, key=lambda row: (row.gpus, row.slug)) if fitting_systems \
         else None
     if best is not None:
-        verdict = FieldError(N_("%(name)s serves %(users)s users at %(context)s tokens each, "
-                                "up to %(most)s at once.") if calc.users != 1 else
-                             N_("%(name)s serves %(users)s user at %(context)s tokens, up to "
-                                "%(most)s at once."),
+        verdict = FieldError(VERDICTS[calc.users == 1, calc.context == 1],
                              {"name": gpus[best.gpu].name, "users": calc.users,
                               "context": calc.context, "most": best.max_concurrency})
     elif first is not None:
         verdict = FieldError(N_("No single card serves this; the %(name)s does (%(gpus)s "
-                                "cards), up to %(most)s users at once."),
+                                "cards), up to %(most)s users at once.")
+                             if first.fit.max_concurrency != 1 else
+                             N_("No single card serves this; the %(name)s does (%(gpus)s "
+                                "cards), for 1 user at a time."),
                              {"name": first.name, "gpus": first.gpus,
                               "most": first.fit.max_concurrency})
     else:
