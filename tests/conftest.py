@@ -40,6 +40,7 @@ from sqlalchemy import Engine, Table, create_engine, insert, select, text, updat
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+import app.main
 from app.caches import Caches
 from app.catalog.seed import seed_database
 from app.db import migrate
@@ -155,6 +156,29 @@ def redis_target() -> Iterator[RedisTarget]:
         if leftover:
             client.delete(*leftover)
         client.close()
+
+
+FREEZE_START_UP_HEAP = app.main.freeze_start_up_heap
+"""The app's own start-up ``gc.collect()`` + ``gc.freeze()`` (``start_up_heap_frozen``)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _apps_start_without_a_full_collection() -> Iterator[None]:
+    """Apps the tests start skip ``app.main.freeze_start_up_heap``: its full ``gc.collect()``
+    walks the whole test process (260,000+ objects once the suite's modules are imported: 0.13 s
+    of CPU per test in tests/web/test_calculator.py and tests/staff/test_quotes.py, 1.1 s of wall
+    time under load), and the suite starts an app for nearly every web, API and staff test, where
+    a server process starts once. ``start_up_heap_frozen`` gives a test
+    the real one (tests/test_process_state.py checks what it does)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(app.main, "freeze_start_up_heap", lambda: None)
+        yield
+
+
+@pytest.fixture
+def start_up_heap_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apps started in this test collect and freeze their start-up heap as a server does."""
+    monkeypatch.setattr(app.main, "freeze_start_up_heap", FREEZE_START_UP_HEAP)
 
 
 @pytest.fixture(autouse=True)

@@ -24,6 +24,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import grimp
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from starlette.routing import Mount
@@ -317,6 +318,7 @@ def test_each_app_holds_its_own_caches_and_its_partner_api_the_same(tmp_path: Pa
         assert isinstance(api, FastAPI) and api.state.caches is app.state.caches
 
 
+@pytest.mark.usefixtures("start_up_heap_frozen")
 def test_a_started_app_keeps_its_start_up_objects_out_of_the_collector_s_walks(
         tmp_path: Path) -> None:
     """Started (its lifespan running), the app has frozen what start-up built, so a full
