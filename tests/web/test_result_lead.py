@@ -57,3 +57,34 @@ def test_the_lead_is_german_on_german_pages(client: TestClient, lang: str) -> No
     body = client.get(URL, headers={"Accept-Language": lang}).text
     assert re.search(r'id="lead-figure">Braucht [\d.,]+\u00a0GB je GPU', body)
     assert "Details: woraus die" in body
+
+
+FOLDS = re.compile(r'<details class="(chart-fold|systems-fold)" id="[a-z-]+"( open)?>')
+
+
+@pytest.mark.parametrize(("url", "systems_open"), [
+    (URL, False),  # a card holds it: the systems fold away
+    ("/?model=llama-3.3-70b&method=full", True),  # a server is the answer: they stay open
+    ("/serve?model=llama-3.1-8b", False),
+    ("/serve?model=llama-3.3-70b", True),
+])
+def test_the_chart_and_the_systems_a_card_makes_needless_are_folded(
+    client: TestClient, htmx: bool, url: str, systems_open: bool
+) -> None:
+    """A fresh walk of issue 30, point 6: the breakdown was folded, yet a phone result was
+    still 8,650 px long: the chart (870 px) open under the lead and every system (2,700 px) one
+    under another though one card holds the job."""
+    body = client.get(url, headers={"HX-Request": "true"} if htmx else {}).text
+    folds = dict(FOLDS.findall(body))
+    assert folds.get("chart-fold") == "", "the chart is behind details, closed"
+    assert folds.get("systems-fold") == (" open" if systems_open else "")
+    chart = body.index('id="chart-fold"')
+    assert chart < body.index('class="chart"') < body.index("</details>", chart)
+
+
+def test_the_lead_figure_follows_the_verdict_before_any_note(client: TestClient) -> None:
+    body = client.get(URL).text
+    result = body[body.index('id="result-title"'):]
+    lead = result.index('id="lead-figure"')
+    for later in ('class="model-line"', 'id="thumb-note"', 'id="ckpt-note"'):
+        assert later not in result or result.index(later) > lead, later
