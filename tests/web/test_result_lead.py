@@ -88,3 +88,21 @@ def test_the_lead_figure_follows_the_verdict_before_any_note(client: TestClient)
     lead = result.index('id="lead-figure"')
     for later in ('class="model-line"', 'id="thumb-note"', 'id="ckpt-note"'):
         assert later not in result or result.index(later) > lead, later
+
+
+@pytest.mark.parametrize(("lang", "key", "label"), [
+    ("en", "a 48 GB card holds 51.5 GB", "48 GB card: 51.3 GB usable"),
+    ("de", "eine 48-GB-Karte fasst also 51,5 GB", "Karte mit 48 GB: 51,3 GB nutzbar"),
+])
+@pytest.mark.parametrize("url", [URL, "/serve?model=llama-3.1-8b"])
+def test_the_chart_says_why_usable_memory_reads_higher_before_its_first_card(
+    client: TestClient, lang: str, key: str, label: str, url: str
+) -> None:
+    """A fresh walk of issue 30, point 6: the cards table names each card as sold, yet the
+    chart still read "48 GB card, 51.3 GB usable" on every row, its explanation (the GiB note)
+    further down under "Every card we sell"."""
+    body = client.get(url, headers={"Accept-Language": lang}).text.replace("\u00a0", " ")
+    chart = body[body.index('class="chart"'):body.index("</figure>")]
+    assert key in chart[:chart.index('class="chart-label"')]
+    assert label in chart
+    assert not re.search(r"\d GB card, [\d.,]+ GB usable|mit \d+ GB, [\d.,]+ GB nutzbar", body)

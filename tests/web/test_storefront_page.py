@@ -141,7 +141,7 @@ def test_cards_show_nominal_and_usable_memory_and_full_names_in_the_chart(
 ) -> None:
     """Issue 18, point 13."""
     body = client.get("/?model=llama-3.1-8b&method=lora").text.replace("\u00a0", " ")
-    assert "48 GB card, 51.3 GB usable" in body
+    assert "48 GB card: 51.3 GB usable" in body  # explained at the top of the chart (issue 30)
     assert 'id="gib-note"' in body
     chart = body[body.index('class="chart"'):body.index("</figure>")]
     for name in ("NVIDIA RTX PRO 5000 Blackwell 48GB", "NVIDIA RTX PRO 5000 Blackwell 72GB",
