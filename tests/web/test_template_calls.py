@@ -63,3 +63,38 @@ def test_functions_and_macros_skip_jinja_s_call(monkeypatch: pytest.MonkeyPatch)
     _render(DirectCallContext)
     assert reached == ["_Calls"]
     assert environment().context_class is DirectCallContext
+
+
+FILTERED = """{% macro box(e) %}[{{ error_text(e) }}|{{ _("Fits") }}]{% endmacro %}
+{%- for n in [1, 2] %}{{ _("%(n)s h", n=n) }}{{ box(err) }}{{ _(word) }}{% endfor %}
+{{- _("100 %%") }}{{ error_text(none) }}{{ (_("a") ~ _("b"))|upper }}"""
+
+
+def test_translations_compile_as_filters_and_say_the_same() -> None:
+    """``_()`` and ``error_text()`` compile as filters (CallsAsFilters): no Context.call, the
+    same text as the calls give in a plain Jinja environment with the same functions."""
+    from app.html import templating
+    from app.html.forms import FieldError
+
+    ours = environment()
+    plain = Environment(undefined=StrictUndefined, autoescape=True,
+                        extensions=["jinja2.ext.i18n"])
+    plain.globals.update({name: ours.globals[name] for name in ("_", "error_text")})
+    values = {"lang": "de", "err": FieldError("No such card in our catalog."), "word": "Fits"}
+    compiled = ours.compile(FILTERED, raw=True)
+    assert compiled.count("context.call(") == 1  # the macro's call, box(err)
+    assert ours.from_string(FILTERED).render(values) == plain.from_string(FILTERED).render(values)
+    assert "100 %" in ours.from_string(FILTERED).render(values)
+    assert isinstance(ours, templating.SizerEnvironment)
+
+
+def test_no_template_rebinds_what_the_filters_read() -> None:
+    """The filters read ``lang`` from the template's context, as a call does unless a loop or
+    block sets it: no template sets ``lang``, ``_`` or ``error_text`` of its own."""
+    from jinja2 import nodes
+
+    env = environment()
+    for name in env.list_templates(extensions=["html"]):
+        tree = env.parse(env.loader.get_source(env, name)[0])  # type: ignore[union-attr]
+        stored = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
+        assert not stored & {"lang", "_", "error_text"}, name
