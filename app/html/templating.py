@@ -32,11 +32,12 @@ from jinja2 import (
     pass_eval_context,
     select_autoescape,
 )
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.environment import TemplateModule
 from jinja2.runtime import Context, Macro
 from jinja2.utils import missing
 from jinja2.visitor import NodeTransformer
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from app.config import TEMPLATES_DIR, Settings
 from app.html import i18n, serving_labels
@@ -244,8 +245,41 @@ class CallsAsFilters(NodeTransformer):
         return node
 
 
+def escape_output(value: Any) -> str:
+    """What a template writes for ``{{ value }}`` with autoescaping on: the text of
+    :func:`markupsafe.escape`, without making a new :class:`Markup` of what is written (Jinja
+    joins the pieces into one string at once): markup as it is, a whole number as its digits,
+    anything else escaped."""
+    kind = type(value)
+    if kind is Markup:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return str(value)
+    return escape(value)
+
+
+class OutputCodeGenerator(CodeGenerator):
+    """Jinja's code generator, writing ``{{ ... }}`` through :func:`escape_output` where
+    autoescaping is on for the whole template (Jinja's own ``escape`` elsewhere)."""
+
+    def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
+        super().visit_Template(node, frame)
+        self.writeline("from app.html.templating import escape_output")
+
+    def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        if frame.eval_ctx.volatile or not frame.eval_ctx.autoescape:
+            super()._output_child_pre(node, frame, finalize)
+            return
+        self.write("escape_output(")
+        if finalize.src is not None:
+            self.write(finalize.src)
+
+
 class SizerEnvironment(Environment):
-    """Jinja's environment with :class:`CallsAsFilters` applied to every template parsed."""
+    """Jinja's environment with :class:`CallsAsFilters` applied to every template parsed and
+    its output written by :class:`OutputCodeGenerator`."""
+
+    code_generator_class = OutputCodeGenerator
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         template = super()._parse(source, name, filename)

@@ -98,3 +98,33 @@ def test_no_template_rebinds_what_the_filters_read() -> None:
         tree = env.parse(env.loader.get_source(env, name)[0])  # type: ignore[union-attr]
         stored = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
         assert not stored & {"lang", "_", "error_text"}, name
+
+
+class _Html:
+    def __html__(self) -> str:
+        return "<b>html</b>"
+
+    def __str__(self) -> str:
+        return "<not used>"
+
+
+WRITTEN = """{% macro m(x) %}<{{ x }}>{% endmacro %}{{ a }}{{ b }}{{ n }}{{ f }}{{ t }}{{ none }}
+{{- h }}{{ m(a) }}{{ m(b) }}{% set s %}{{ a }}{% endset %}{{ s }}
+{%- filter upper %}{{ a }}{% endfilter %}
+{%- autoescape false %}{{ a }}{% endautoescape %}{{ a ~ b }}{{ [a, b]|join(",") }}"""
+
+
+def test_output_is_escaped_as_jinja_escapes_it() -> None:
+    """``{{ ... }}`` goes through escape_output (OutputCodeGenerator): the text Jinja's own
+    escape gives for markup, text with HTML's special characters, numbers, None, booleans and
+    objects with ``__html__``, in macros, set blocks, filter blocks and autoescape blocks."""
+    from markupsafe import Markup
+
+    ours = environment()
+    plain = Environment(undefined=StrictUndefined, autoescape=True)
+    values = {"a": "<a href='x'>&\"", "b": Markup("<i>safe</i>"), "n": 12, "f": 1.5,
+              "t": True, "h": _Html()}
+    assert "escape_output(" in ours.compile(WRITTEN, raw=True)
+    written = ours.from_string(WRITTEN).render(values)
+    assert written == plain.from_string(WRITTEN).render(values)
+    assert "&lt;a href=&#39;x&#39;&gt;&amp;&#34;" in written and "<i>safe</i>" in written
