@@ -7,6 +7,7 @@ words the engine's warnings, levers and assumptions by their keys in the custome
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
@@ -161,6 +162,20 @@ def quote_url(calc: ServeInput, item: str) -> str:
     return "/quote?" + urlencode({"item": item, "workload": "serving", **calc.quote_query()})
 
 
+def quote_urls(calc: ServeInput) -> Callable[[str], str]:
+    """:func:`quote_url` for the items of one result: the same addresses, with the inputs
+    encoded once rather than once per card and system (the item comes first, and no input is
+    named ``item``)."""
+    if calc.is_custom:
+        return lambda item: ""
+    rest = "&" + urlencode({"workload": "serving", **calc.quote_query()})
+
+    def url(item: str) -> str:
+        return f"/quote?{urlencode({'item': item})}{rest}"
+
+    return url
+
+
 def _levers(levers: tuple[ServingLever, ...], gpu: str) -> tuple[FieldError, ...]:
     found: list[FieldError] = []
     for lever in levers:
@@ -192,12 +207,12 @@ def best_first(row: ServeRow) -> tuple[bool, bool, Decimal, int, str]:
             memory if row.fit.fits else -memory, row.slug)
 
 
-def _system_row(calc: ServeInput, system: SystemRecord, gpu: GpuRecord, gpus: int,
+def _system_row(quote: Callable[[str], str], system: SystemRecord, gpu: GpuRecord, gpus: int,
                 fit: ServingFit) -> ServeRow:
     return ServeRow(
         kind="system", slug=system.slug, name=system_name(system, gpu), gpus=gpus, fit=fit,
         price_eur_net=system.price_eur_net, stock_status=system.stock_status,
-        product_url=system.product_url, quote_url=quote_url(calc, f"system:{system.slug}"),
+        product_url=system.product_url, quote_url=quote(f"system:{system.slug}"),
         recommended=False, levers=(), warnings=_warnings(fit),
         price_indicative=system.price_indicative, nominal_gb=gpu.memory_nominal_gb)
 
@@ -208,19 +223,20 @@ def build(calc: ServeInput, catalog: Catalog, sizing: ServingSizing) -> ServeVie
     gpus = {gpu.slug: gpu for gpu in catalog.gpus}
     fitting = [fit for fit in result.fits if fit.fits and fit.gpu in gpus]
     best = min(fitting, key=lambda fit: (fit.usable_bytes, fit.gpu)) if fitting else None
+    quote = quote_urls(calc)
     cards = tuple(sorted((
         ServeRow(kind="gpu", slug=fit.gpu, name=FieldError(gpus[fit.gpu].name), gpus=calc.gpus,
                  fit=fit,
                  price_eur_net=gpus[fit.gpu].price_eur_net,
                  stock_status=gpus[fit.gpu].stock_status,
                  product_url=gpus[fit.gpu].product_url,
-                 quote_url=quote_url(calc, f"gpu:{fit.gpu}"),
+                 quote_url=quote(f"gpu:{fit.gpu}"),
                  recommended=best is not None and fit.gpu == best.gpu,
                  levers=_levers(result.levers, fit.gpu), warnings=_warnings(fit),
                  price_indicative=gpus[fit.gpu].price_indicative,
                  nominal_gb=gpus[fit.gpu].memory_nominal_gb)
         for fit in result.fits if fit.gpu in gpus), key=best_first))
-    systems = tuple(sorted((_system_row(calc, row.system, row.gpu, row.gpus, row.fit)
+    systems = tuple(sorted((_system_row(quote, row.system, row.gpu, row.gpus, row.fit)
                             for row in sizing.systems
                             if not calc.gpu or row.gpu.slug == calc.gpu), key=best_first))
     fitting_systems = [row for row in systems if row.fit.fits]

@@ -1,11 +1,11 @@
-"""A result's quote links, the form's part encoded once (``quote_urls``), are the addresses
-``quote_url`` writes for each card and system."""
+"""A result's quote links, the form's part encoded once (``quote_urls``, both modes), are the
+addresses ``quote_url`` writes for each card and system."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.web import calculator_form
+from app.web import calculator_form, serving_form, serving_view
 from app.web.result_view import quote_url, quote_urls
 
 FORMS = [
@@ -24,3 +24,17 @@ def test_quote_urls_are_quote_url(data: dict[str, str]) -> None:
     for item in ITEMS:
         assert url(item) == quote_url(calc, item)
     assert url(ITEMS[0]).startswith("/quote?item=gpu%3Ah200-nvl&model=")
+
+
+@pytest.mark.parametrize("data", [
+    {"model": "llama-3.1-8b", "users": "20"},
+    {"model": "llama-3.3-70b", "weights": "awq", "kv": "fp8", "context": "32768", "gpus": "2",
+     "runtime": "sglang", "gpu": "h200-nvl", "speed": "50"},
+    {"model": "meta-llama/Llama-3.1-8B@main"},
+    {"model": "custom", "config": "{}"},
+])
+def test_serve_quote_urls_are_quote_url(data: dict[str, str]) -> None:
+    calc, _ = serving_form.parse(data)
+    url = serving_view.quote_urls(calc)
+    for item in ITEMS:
+        assert url(item) == serving_view.quote_url(calc, item)
