@@ -18,11 +18,13 @@ exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app import caches
 from app.catalog import inline_config
@@ -32,6 +34,7 @@ from app.estimates import serving as serving_service
 from app.estimates.service import EstimateCache
 from app.html import config_errors, htmx
 from app.html.forms import FieldErrors, FormBody, read_form
+from app.http import cached as cached_path
 from app.http.session import DbSession
 from app.web import serving_form as form
 from app.web import serving_view, sizing_page
@@ -62,15 +65,43 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
     status)."""
     if calc is None or errors is None:
         calc, errors = form.parse(data)
-    cached = caches.of(request)
-    catalog = catalog_service.get_catalog(session, cached.catalog)
+    catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     retry: dict[str, str] = {}
     status = sizing_page.choose_hub_model(request, session, catalog, calc, errors,
                                           retry) or status
+    return sized_page(request, catalog, calc, errors, status=status,
+                      headers={**(headers or {}), **retry})
+
+
+def sized_page(request: Request, catalog: Catalog, calc: ServeInput, errors: FieldErrors,
+               *, status: int | None = None,
+               headers: Mapping[str, str] | None = None) -> HTMLResponse:
+    """Size against ``catalog`` and render (the whole page, or the fragments for htmx)."""
     return sizing_page.render_sizing(
         request, TEMPLATE, calc=calc, errors=errors, catalog=catalog, form=form,
-        sized=size(catalog, calc, errors, cache=cached.estimates),
-        blocks=FRAGMENTS, status=status, headers={**(headers or {}), **retry})
+        sized=size(catalog, calc, errors, cache=caches.of(request).estimates),
+        blocks=FRAGMENTS, status=status, headers=headers)
+
+
+async def result_page(request: Request, calc: ServeInput, errors: FieldErrors, *,
+                      status: int | None = None,
+                      headers: Mapping[str, str] | None = None) -> HTMLResponse:
+    """:func:`page` for an async route, as the fine-tune page's: a catalog model or a pasted
+    config.json is sized and rendered in one thread against the cached catalog
+    (app/http/cached.py), where a sync route with a session took three hops (the session's
+    start, the route, the session's end); a Hugging Face repository id goes to a thread with
+    a session (the Hub and the database); a form with errors, which sizes nothing, is rendered
+    at once."""
+    if calc.is_repo and not errors:
+        return await run_in_threadpool(
+            cached_path.in_session, request,
+            lambda session: page(request, session, {}, calc=calc, errors=errors,
+                                 status=status, headers=headers))
+    catalog = await cached_path.catalog(request)
+    if errors:
+        return sized_page(request, catalog, calc, errors, status=status, headers=headers)
+    return await run_in_threadpool(partial(sized_page, request, catalog, calc, errors,
+                                           status=status, headers=headers))
 
 
 @router.get("/serve", response_class=HTMLResponse)
@@ -80,22 +111,21 @@ def serve_page(request: Request, session: DbSession) -> HTMLResponse:
 
 
 @router.post("/serve", response_class=HTMLResponse)
-def serve_submit(request: Request, session: DbSession,
-                 body: Annotated[FormBody, Depends(read_form)]) -> Response:
+async def serve_submit(request: Request,
+                       body: Annotated[FormBody, Depends(read_form)]) -> Response:
     """No-JavaScript submit goes to the shareable URL (a pasted config.json is sized at once:
     it fits no URL); htmx gets the fragment. A body over the form limit is refused beside the
-    config field (413)."""
+    config field (413). Async: one thread for the sizing (:func:`result_page`)."""
     if body.too_large:
         calc, errors = ServeInput(model=form.CUSTOM_MODEL), FieldErrors()
         config_errors.add(errors, "config",
                           inline_config.size_error(inline_config.MAX_POSTED_BYTES))
-        return page(request, session, {}, calc=calc, errors=errors, status=413)
+        return await result_page(request, calc, errors, status=413)
     calc, errors = form.parse(body.fields)
     if not errors and not calc.is_custom and not htmx.is_htmx(request):
         return Response(status_code=303, headers={"Location": calc.url()})
     push = "false" if calc.is_custom else calc.url()
-    return page(request, session, body.fields, calc=calc, errors=errors,
-                headers={"HX-Push-Url": push})
+    return await result_page(request, calc, errors, headers={"HX-Push-Url": push})
 
 
 @router.get("/serve/models", response_class=HTMLResponse)
