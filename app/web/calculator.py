@@ -11,13 +11,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
-from starlette.concurrency import run_in_threadpool
 
 from app import caches
 from app.catalog import inline_config
@@ -27,8 +25,6 @@ from app.estimates import service as estimates_service
 from app.estimates.service import EstimateCache
 from app.html import config_errors, htmx
 from app.html.forms import N_, FieldErrors, FormBody, read_form
-from app.html.fragments import Rendered
-from app.http import cached as cached_path
 from app.http.session import DbSession
 from app.ops import metrics
 from app.web import calculator_form as form
@@ -66,52 +62,23 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
     catalog = catalog_service.get_catalog(session, caches.of(request).catalog)
     retry: dict[str, str] = {}
     status = sizing_page.choose_hub_model(request, session, catalog, calc, errors, retry) or status
-    return sized_page(request, catalog, calc, errors, status=status,
+    return sized_page(request, catalog, calc=calc, errors=errors, status=status,
                       headers={**(headers or {}), **retry})
 
 
 async def result_page(request: Request, calc: CalculatorInput, errors: FieldErrors, *,
                       status: int | None = None,
                       headers: Mapping[str, str] | None = None) -> Response:
-    """:func:`page` for an async route. An htmx result this process sent
-    before, against the same catalog snapshot and in the same language, is sent again from the
-    event loop: no thread, no query (the catalog from app/http/cached.py, the bytes from
-    ``caches.of(request).fragments``). A result still to size and render goes to a thread
-    once, as does a Hugging Face repository id (the Hub and the database); a form with
-    errors, which sizes nothing, is rendered at once."""
-    if calc.is_repo and not errors:
-        return await run_in_threadpool(
-            cached_path.in_session, request,
-            lambda session: page(request, session, {}, calc=calc, errors=errors,
-                                 status=status, headers=headers))
-    catalog = await cached_path.catalog(request)
-    if errors:
-        return sized_page(request, catalog, calc, errors, status=status, headers=headers)
-    kept = caches.of(request).fragments
-    key = _fragment_key(request, calc, status, headers)
-    if key is not None:
-        rendered = kept.get(catalog, key)
-        if rendered is not None:
-            metrics.ESTIMATES.labels(calc.method).inc()  # as sizing() counts a remembered one
-            return rendered.response()
-    response = await run_in_threadpool(partial(sized_page, request, catalog, calc, errors,
-                                               status=status, headers=headers))
-    if key is not None and response.status_code == 200:
-        kept.put(catalog, key, Rendered.of(response))
-    return response
+    """:func:`page` for an async route (:func:`app.web.sizing_page.answer`): a result this
+    process sent before is sent again from the event loop, counted as ``sizing()`` counts a
+    remembered one."""
+    return await sizing_page.answer(request, calc, errors, page=page, sized_page=sized_page,
+                                    status=status, headers=headers,
+                                    remembered=lambda: metrics.ESTIMATES.labels(calc.method).inc())
 
 
-def _fragment_key(request: Request, calc: CalculatorInput, status: int | None,
-                  headers: Mapping[str, str] | None) -> tuple[object, ...] | None:
-    """What an htmx result depends on besides the catalog, or None when it is not kept (a
-    whole page, a pasted config.json, a Hub repository)."""
-    if not htmx.is_htmx(request) or calc.is_custom or calc.is_repo:
-        return None
-    return (request.state.lang, calc.url(), status, tuple(sorted((headers or {}).items())))
-
-
-def sized_page(request: Request, catalog: Catalog, calc: CalculatorInput, errors: FieldErrors,
-               *, status: int | None = None,
+def sized_page(request: Request, catalog: Catalog, *, calc: CalculatorInput,
+               errors: FieldErrors, status: int | None = None,
                headers: Mapping[str, str] | None = None) -> HTMLResponse:
     """Size against ``catalog`` and render (the whole page, or the fragments for htmx)."""
     return sizing_page.render_sizing(

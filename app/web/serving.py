@@ -18,13 +18,11 @@ exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
-from starlette.concurrency import run_in_threadpool
 
 from app import caches
 from app.catalog import inline_config
@@ -34,7 +32,6 @@ from app.estimates import serving as serving_service
 from app.estimates.service import EstimateCache
 from app.html import config_errors, htmx
 from app.html.forms import FieldErrors, FormBody, read_form
-from app.http import cached as cached_path
 from app.http.session import DbSession
 from app.web import serving_form as form
 from app.web import serving_view, sizing_page
@@ -69,12 +66,12 @@ def page(request: Request, session: Session, data: Mapping[str, str], *,
     retry: dict[str, str] = {}
     status = sizing_page.choose_hub_model(request, session, catalog, calc, errors,
                                           retry) or status
-    return sized_page(request, catalog, calc, errors, status=status,
+    return sized_page(request, catalog, calc=calc, errors=errors, status=status,
                       headers={**(headers or {}), **retry})
 
 
-def sized_page(request: Request, catalog: Catalog, calc: ServeInput, errors: FieldErrors,
-               *, status: int | None = None,
+def sized_page(request: Request, catalog: Catalog, *, calc: ServeInput,
+               errors: FieldErrors, status: int | None = None,
                headers: Mapping[str, str] | None = None) -> HTMLResponse:
     """Size against ``catalog`` and render (the whole page, or the fragments for htmx)."""
     return sizing_page.render_sizing(
@@ -85,23 +82,13 @@ def sized_page(request: Request, catalog: Catalog, calc: ServeInput, errors: Fie
 
 async def result_page(request: Request, calc: ServeInput, errors: FieldErrors, *,
                       status: int | None = None,
-                      headers: Mapping[str, str] | None = None) -> HTMLResponse:
-    """:func:`page` for an async route, as the fine-tune page's: a catalog model or a pasted
-    config.json is sized and rendered in one thread against the cached catalog
-    (app/http/cached.py), where a sync route with a session took three hops (the session's
-    start, the route, the session's end); a Hugging Face repository id goes to a thread with
-    a session (the Hub and the database); a form with errors, which sizes nothing, is rendered
-    at once."""
-    if calc.is_repo and not errors:
-        return await run_in_threadpool(
-            cached_path.in_session, request,
-            lambda session: page(request, session, {}, calc=calc, errors=errors,
-                                 status=status, headers=headers))
-    catalog = await cached_path.catalog(request)
-    if errors:
-        return sized_page(request, catalog, calc, errors, status=status, headers=headers)
-    return await run_in_threadpool(partial(sized_page, request, catalog, calc, errors,
-                                           status=status, headers=headers))
+                      headers: Mapping[str, str] | None = None) -> Response:
+    """:func:`page` for an async route, as the fine-tune page's
+    (:func:`app.web.sizing_page.answer`): one thread for a result still to size, where a sync
+    route with a session took three (the session's start, the route, the session's end),
+    none for one this process sent before."""
+    return await sizing_page.answer(request, calc, errors, page=page, sized_page=sized_page,
+                                    status=status, headers=headers)
 
 
 @router.get("/serve", response_class=HTMLResponse)

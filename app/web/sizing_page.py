@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app import caches
 from app.catalog import hub
@@ -28,7 +29,9 @@ from app.config import Settings
 from app.errors import DomainError, InvalidInput, NotFound, TooManyRequests, Unavailable
 from app.html import forms, htmx
 from app.html.forms import N_, FieldErrors
+from app.html.fragments import Rendered
 from app.html.templating import render
+from app.http import cached as cached_path
 from app.ops.clients import client_identity
 from app.web import engine_errors, result_view
 
@@ -55,6 +58,51 @@ class ModelChoosing(Protocol):
 
 
 _Calc = TypeVar("_Calc", bound=ModelChoosing)
+
+
+class Answering(ModelChoosing, Protocol):
+    """A mode's parsed form as an async route answers it: a model (:class:`ModelChoosing`),
+    whether it is a pasted config.json, and the shareable link of its fields."""
+
+    @property
+    def is_custom(self) -> bool: ...
+
+    def url(self) -> str: ...
+
+
+async def answer(request: Request, calc: Answering, errors: FieldErrors, *,
+                 page: Callable[..., HTMLResponse], sized_page: Callable[..., HTMLResponse],
+                 status: int | None = None, headers: Mapping[str, str] | None = None,
+                 remembered: Callable[[], None] = lambda: None) -> Response:
+    """Either mode's POSTed form, for an async route (``page`` and ``sized_page``: the mode's
+    own, with a session and with the catalog). An htmx result this process sent before,
+    against the same catalog snapshot, in the same language and with the same status and
+    headers, is sent again from the event loop: no thread, no query (the catalog from
+    app/http/cached.py, the bytes from ``caches.of(request).fragments``), and ``remembered()``
+    counts it. A result still to size and render goes to a thread once, as does a Hugging Face
+    repository id (with a session: the Hub and the database); a form with errors, which
+    sizes nothing, is rendered at once."""
+    asked: dict[str, Any] = {"calc": calc, "errors": errors, "status": status,
+                             "headers": headers}
+    sized = partial(sized_page, request, **asked)
+    if calc.is_repo and not errors:
+        return await run_in_threadpool(
+            cached_path.in_session, request, lambda session: page(request, session, {}, **asked))
+    catalog = await cached_path.catalog(request)
+    if errors:
+        return sized(catalog)
+    kept = caches.of(request).fragments
+    kept_key = None if not htmx.is_htmx(request) or calc.is_custom else (
+        calc.url(), request.state.lang, status, tuple(sorted((headers or {}).items())))
+    if kept_key is not None:
+        rendered = kept.get(catalog, kept_key)
+        if rendered is not None:
+            remembered()
+            return rendered.response()
+    response = await run_in_threadpool(sized, catalog)
+    if kept_key is not None and response.status_code == 200:
+        kept.put(catalog, kept_key, Rendered.of(response))
+    return response
 
 
 def choose_hub_model(request: Request, session: Session, catalog: Catalog,

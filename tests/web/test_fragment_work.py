@@ -59,3 +59,26 @@ def test_an_htmx_answer_runs_each_imported_template_once_for_its_blocks(
     assert made.count("components/result.html") == 1
     # sizing.html twice at most: once for the blocks, once inside result.html's own context
     assert made.count("components/sizing.html") <= 2
+
+
+@pytest.mark.parametrize(("path", "fields"), RESULTS)
+def test_an_htmx_result_asked_again_is_sent_as_rendered(
+        monkeypatch: pytest.MonkeyPatch, client: TestClient, path: str,
+        fields: dict[str, str]) -> None:
+    """Both modes keep an htmx result (sizing_page.answer): the same form again is sent from
+    the fragment cache, the same bytes, without sizing or rendering it again."""
+    rendered: list[str] = []
+    render_sizing = sizing_page.render_sizing
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        rendered.append(path)
+        return render_sizing(*args, **kwargs)
+
+    monkeypatch.setattr(sizing_page, "render_sizing", counted)
+    first = client.post(path, data=fields, headers=HX)
+    again = client.post(path, data=fields, headers=HX)
+    assert first.status_code == again.status_code == 200
+    assert again.text == first.text
+    assert ({k: v for k, v in again.headers.items() if k != "x-request-id"}
+            == {k: v for k, v in first.headers.items() if k != "x-request-id"})
+    assert len(rendered) == 1
