@@ -82,3 +82,20 @@ def test_an_unknown_comparison_card_is_refused(client: TestClient) -> None:
     response = client.get("/?model=llama-3.1-8b&method=lora&compare=rtx-pro-6000")
     assert response.status_code == 422
     assert "No such comparison card in our catalog." in response.text
+
+
+def test_the_recommendation_says_minutes_under_an_hour(client: TestClient) -> None:
+    """A fresh walk of issue 30: for a small dataset the line under the verdict read "€3,445.33
+    net indicative: 0.02 h for your 100,000 tokens" (for one token "0 h"), beside "about 1 min"
+    in the card's row; under an hour it now says minutes, as the row does (en and de)."""
+    for lang, words in (("en", "1 min for your 100,000 tokens."),
+                        ("de", "1 Min. für Ihre 100.000 Token.")):
+        body = client.get("/?model=llama-3.1-8b&method=lora&dataset=100k",
+                          headers={"Accept-Language": lang}).text.replace("\u00a0", " ")
+        line = re.search(r'id="recommendation"[^>]*>(.*?)</p>', body, re.S)
+        assert line, "the recommendation line"
+        text = re.sub(r"<[^>]+>", "", line.group(1))
+        assert words in text, text
+        assert not re.search(r"(?<![\d.,])0([.,]\d+)? h\b", text), text
+    one = client.get("/?model=llama-3.1-8b&method=lora&dataset=1").text
+    assert "1 min for your 1 token." in one
