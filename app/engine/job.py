@@ -105,9 +105,19 @@ class GpuSpec:
                          compute_capability=self.compute_capability)
 
 
+class _KeptHash:
+    """A slot for :meth:`Job.__hash__` to keep the hash in, outside the job's fields."""
+
+    __slots__ = ("_hash",)
+    _hash: int
+
+
 @dataclass(frozen=True, slots=True)
-class Job:
-    """How the customer wants to train. Defaults are the common single-GPU LoRA recipe."""
+class Job(_KeptHash):
+    """How the customer wants to train. Defaults are the common single-GPU LoRA recipe.
+
+    A sizing keys its step models, totals and searches by job a few hundred times, so a job
+    keeps its hash once computed (:meth:`__hash__`)."""
 
     method: Method = "lora"
     optimizer: Optimizer = "adamw"
@@ -166,11 +176,23 @@ class Job:
     def effective_quant(self) -> Quant:
         return self.quant or "nf4-dq"
 
+    def __hash__(self) -> int:
+        """The hash of the settings, as a frozen dataclass's (equal jobs, equal hashes), kept
+        on the job after the first call (outside the settings: no field, compared by none)."""
+        try:
+            return self._hash
+        except AttributeError:
+            kept = hash(_settings(self))
+            object.__setattr__(self, "_hash", kept)
+            return kept
+
 
 JOB_FIELDS: Final = tuple(field.name for field in fields(Job))
 """The job's settings, in the order ``Job`` declares them."""
 _settings: Final = attrgetter(*JOB_FIELDS)
 _NAMES: Final = frozenset(JOB_FIELDS)
+_SETTER: Final = {name: Job.__dict__[name].__set__ for name in JOB_FIELDS}
+_SETTERS: Final = tuple(_SETTER.values())
 
 
 def with_changes(job: Job, **changes: object) -> Job:
@@ -184,10 +206,10 @@ def with_changes(job: Job, **changes: object) -> Job:
         unknown = ", ".join(sorted(set(changes) - _NAMES))
         raise TypeError(f"Job has no setting {unknown}")
     new = object.__new__(Job)
-    for name, value in zip(JOB_FIELDS, _settings(job), strict=True):
-        object.__setattr__(new, name, value)
+    for setter, value in zip(_SETTERS, _settings(job), strict=True):
+        setter(new, value)
     for name, value in changes.items():
-        object.__setattr__(new, name, value)
+        _SETTER[name](new, value)
     return new
 
 

@@ -5,8 +5,10 @@ figure."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
+import pickle
 
 import pytest
 
@@ -37,6 +39,20 @@ def test_with_changes_is_replace(changes: dict[str, object]) -> None:
     assert [getattr(made, name) for name in JOB_FIELDS] == [
         getattr(expected, name) for name in JOB_FIELDS]
     assert job == Job(method="full", seq_len=4096, batch_size=4)  # the original untouched
+
+
+def test_a_job_keeps_its_own_hash_and_its_variants_their_own() -> None:
+    """The hash a job keeps (``Job.__hash__``) is that of its settings, however the job was
+    made; a variant of a hashed job, a copy and a pickled job compute theirs afresh."""
+    job = Job(method="full", seq_len=4096)
+    assert hash(job) == hash(job) == hash(tuple(getattr(job, name) for name in JOB_FIELDS))
+    variant = with_changes(job, gpus=4, sharding="zero3")
+    assert hash(variant) == hash(Job(method="full", seq_len=4096, gpus=4, sharding="zero3"))
+    assert hash(variant) != hash(job)
+    assert {job: 1, variant: 2}[with_changes(variant, gpus=1, sharding="none")] == 1
+    for twin in (copy.copy(job), pickle.loads(pickle.dumps(job))):
+        assert twin == job and hash(twin) == hash(job)
+    assert dataclasses.fields(job) == dataclasses.fields(Job)  # the kept hash is no setting
 
 
 def test_with_changes_refuses_an_unknown_setting() -> None:
