@@ -28,7 +28,7 @@ from typing import Final
 
 from app.engine import framework_litgpt as litgpt
 from app.engine.estimate import Setup
-from app.engine.job import GpuSpec, Job, with_changes
+from app.engine.job import GpuSpec, Job
 from app.engine.job_speed import job_training
 from app.engine.shapes import ModelShape
 from app.engine.speed import AttentionLayers
@@ -79,7 +79,7 @@ def attempt(models: StepModels, job: Job, gpu: GpuSpec, levers: Sequence[str]
     divides the effective batch and fits, and the accumulation that keeps the effective batch
     (each held with its own accumulation: a step can hold a previous micro-step's tensors)."""
     changes = _changes(levers)
-    changed = with_changes(job, **changes)
+    changed = models.variant(job, **changes)
     usable = gpu.usable_bytes
     if "micro_batch" not in levers:
         total = models.total_bytes(changed)
@@ -88,8 +88,8 @@ def attempt(models: StepModels, job: Job, gpu: GpuSpec, levers: Sequence[str]
     for batch in range(job.batch_size - 1, 0, -1):
         if effective % batch:
             continue
-        smaller = with_changes(changed, batch_size=batch,
-                               gradient_accumulation=effective // batch)
+        smaller = models.variant(changed, batch_size=batch,
+                                 gradient_accumulation=effective // batch)
         total = models.total_bytes(smaller)
         if total <= usable:
             return smaller, {**changes, "batch_size": batch,

@@ -519,6 +519,7 @@ class StepModels:
         self.parts = StepParts(shape)
         self._cache: dict[Job, StepModel] = {}
         self._sharded: dict[tuple[Job, int], Job] = {}
+        self._variants: dict[tuple[Job, tuple[tuple[str, object], ...]], Job] = {}
         self._totals: dict[Job, int] = {}
         self._counts: dict[Job, dict[int, int]] = {}
 
@@ -535,6 +536,16 @@ class StepModels:
         if total is None:
             total = self._totals[job] = self.get(job).total_bytes(job.batch_size, job.seq_len)
         return total
+
+    def variant(self, job: Job, **changes: object) -> Job:
+        """``with_changes(job, **changes)``, made once per job and changes: the setups' searches
+        try the same variants of a job for every card size, and the one object a variant is
+        each time is the key its step model and totals are then found under at once."""
+        key = (job, tuple(changes.items()))
+        variant = self._variants.get(key)
+        if variant is None:
+            variant = self._variants[key] = with_changes(job, **changes)
+        return variant
 
     def sharded_job(self, job: Job, gpus: int) -> Job:
         """The job spread over ``gpus`` cards with ZeRO-3 (one card: no sharding)."""

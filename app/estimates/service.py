@@ -408,31 +408,35 @@ class _Sizer:
         return setup_on(self.models.shape, self.changes[key], spec, self.layers)
 
     def systems(self, catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
-        """Every system (:func:`system_rows`), one engine call per card count."""
+        """Every system (:func:`system_rows`), one engine call per card count, the job spread
+        over each card count and each system's cards as it links them made once."""
         by_count: dict[int, list[SystemRecord]] = {}
         gpus = {gpu.slug: gpu for gpu in catalog.gpus}
         for system in catalog.systems:
             by_count.setdefault(system.gpu_count, []).append(system)
         fits: dict[str, CardFit] = {}
+        linked: dict[str, GpuSpec] = {}
+        jobs: dict[int, Job] = {}
 
         def held(system: SystemRecord, gpu: GpuRecord) -> SystemFit:
-            job = system_job(self.job, system.gpu_count)
-            spec = system_link(gpu_spec(gpu), system)
+            job = jobs.get(system.gpu_count)
+            if job is None:
+                job = jobs[system.gpu_count] = system_job(self.job, system.gpu_count)
             if system.slug not in fits:
                 group = [(other, gpus[other.gpu_slug]) for other in by_count[system.gpu_count]
                          if other.gpu_slug in gpus and not gpus[other.gpu_slug].comparison_only]
                 specs = [system_link(gpu_spec(card), other) for other, card in group]
                 held_fits = card_fits(self.shape, job, specs, layers=self.layers,
                                       models=self.models, with_fewest=False)
-                fits.update((other.slug, fit)
-                            for (other, _), fit in zip(group, held_fits, strict=True))
+                for (other, _), spec, fit in zip(group, specs, held_fits, strict=True):
+                    fits[other.slug], linked[other.slug] = fit, spec
             found = fits[system.slug]
             return SystemFit(
                 system=system, gpu=gpu, gpus=system.gpu_count, sharding=job.sharding,
                 fits=found.fits, total_bytes_per_gpu=found.total_bytes,
                 free_bytes_per_gpu=found.free_bytes, max_batch_size=found.max_batch_size,
                 warnings=found.warnings, training=found.training,
-                setup=None if found.fits else self.setup(job, spec))
+                setup=None if found.fits else self.setup(job, linked[system.slug]))
 
         return system_rows(catalog, request, held)
 

@@ -71,6 +71,15 @@ def test_step_models_total_is_the_step_model_s_total() -> None:
             assert models.total_bytes(sharded) == expected  # remembered: the same
 
 
+def test_a_variant_is_made_once_and_is_with_changes_job() -> None:
+    models = StepModels(reference_shape("llama-3.1-8b"))
+    job = Job(method="full", batch_size=4)
+    variant = models.variant(job, optimizer="adamw_8bit", gradient_checkpointing=True)
+    assert variant == with_changes(job, optimizer="adamw_8bit", gradient_checkpointing=True)
+    assert models.variant(job, optimizer="adamw_8bit", gradient_checkpointing=True) is variant
+    assert models.variant(job, optimizer="adamw_8bit") != variant
+
+
 VARIED: dict[str, tuple[object, ...]] = {
     "method": states.METHODS, "optimizer": states.OPTIMIZERS,
     "accounting": states.ACCOUNTINGS, "lora_rank": (8, 64),
