@@ -53,6 +53,7 @@ from app.engine.states import (
     LoraSetup,
     Method,
     ModelStates,
+    MoeLora,
     Offload,
     Optimizer,
     Quant,
@@ -68,15 +69,18 @@ from app.engine.states import (
 @dataclass(slots=True)
 class StepParts:
     """The parts of a step model that do not depend on how many cards the job is spread over,
-    kept for one shape as built: the activation profile of each setup and the one-GPU states
-    of each recipe. One sizing builds the step models of dozens of variants of one job (ZeRO-3
-    over n cards, levers, setups), and most of them share these parts. :class:`StepModels`
+    kept for one shape as built: the activation profile of each setup, the one-GPU states
+    of each recipe and the 4-bit quantisation statistics. One sizing builds the step models
+    of dozens of variants of one job (ZeRO-3 over n cards, levers, setups), and most of them
+    share these parts. :class:`StepModels`
     holds one for its sizing, so it grows with the variants that sizing tries and is let go
     with it; a part of another shape object is computed afresh, not kept."""
 
     shape: ModelShape
     profiles: dict[ActivationSetup, ActivationProfile] = field(default_factory=dict)
     states: dict[tuple[object, ...], ModelStates] = field(default_factory=dict)
+    quant_stats: dict[tuple[Quant, MoeLora], int] = field(default_factory=dict)
+    """The 4-bit quantisation statistics' bytes by quantisation and MoE adapter layout."""
 
     def profile(self, shape: ModelShape, setup: ActivationSetup) -> ActivationProfile:
         """:func:`activation_profile` of ``setup``, kept for this part's own shape."""
@@ -213,12 +217,17 @@ class StepTerms:
         return self.weights + self.optimizer + self.buffers + self.whole_stats
 
 
+ShardingTerms = tuple[int, int, int, int]
+"""What the sharding layer adds to a card's terms: ``StepTerms``' ``buffers``,
+``whole_stats``, ``gathered`` and ``gathered_grads``, in that order."""
+
+
 def step_model(shape: ModelShape, job: Job, parts: StepParts | None = None) -> StepModel:
     """The phases of one training step on one GPU, with their fixed bytes and coefficients:
     the terms of one card, then the sharding layer, then the framework layer (``parts``: the
     parts it shares with other variants of the job, :class:`StepParts`)."""
     ctx = step_context(shape, job, parts)
-    terms = framework_layer(ctx, sharding_layer(ctx, card_terms(ctx)))
+    terms = framework_layer(ctx, card_terms(ctx, sharding_layer(ctx)))
     resident = resident_bytes(ctx, terms)
     return StepModel(
         moments=moments(ctx, terms),
@@ -238,16 +247,20 @@ def step_context(shape: ModelShape, job: Job, parts: StepParts | None = None) ->
                        weight_shards=job.gpus if zero3 else 1, parts=parts)
 
 
-def card_terms(ctx: StepContext) -> StepTerms:
-    """Every term on one card, before the sharding and framework layers adjust them."""
+def card_terms(ctx: StepContext, sharded: ShardingTerms) -> StepTerms:
+    """Every term on one card, with what the sharding layer adds (``sharded``:
+    :func:`sharding_layer`'s terms), before the framework layer adjusts them."""
     weights, copies, head_copies = weight_terms(ctx)
     merged_saved, merged_layer = merged_expert_terms(ctx)
     gradients, held_gradients = gradient_terms(ctx)
+    buffers, whole_stats, gathered, gathered_grads = sharded
     return StepTerms(
         profile=activation_terms(ctx), weights=weights, copies=copies, head_copies=head_copies,
         merged_saved=merged_saved, merged_layer=merged_layer, optimizer=optimizer_terms(ctx),
         gradients=gradients, held_gradients=held_gradients, dequantised=dequantised_terms(ctx),
         old_bnb=ctx.job.method == "qlora" and ctx.job.bnb_saves_inputs and not ctx.prepared,
+        buffers=buffers, whole_stats=whole_stats, gathered=gathered,
+        gathered_grads=gathered_grads,
     )
 
 
@@ -341,10 +354,10 @@ def activation_terms(ctx: StepContext) -> ActivationProfile:
     return ctx.parts.profile(ctx.shape, setup)
 
 
-def sharding_layer(ctx: StepContext, terms: StepTerms) -> StepTerms:
+def sharding_layer(ctx: StepContext) -> ShardingTerms:
     """What ZeRO-3/FSDP hold beyond the shards: the gathered layer(s) while computing (FSDP:
     and its root unit) and DeepSpeed's gradient bucket for the whole run (sharding.py, with
-    the sources)."""
+    the sources); :func:`card_terms` builds them into the step's terms at once."""
     job, shape = ctx.job, ctx.shape
     offload_params = job.offload == "optimizer+params"
     extras = sharded_extras(shape, job.sharding_impl, gpus=ctx.weight_shards,
@@ -355,15 +368,28 @@ def sharding_layer(ctx: StepContext, terms: StepTerms) -> StepTerms:
     # (sharding.py). torchtune quantises with torchao's NF4Tensor instead, whose scalers are
     # inner tensors sharded with the data (torchao/dtypes/nf4tensor.py,
     # _INNER_TENSOR_NAMES_FOR_SHARDING).
-    whole_stats = unsharded_quant_state(
-        quant_state_bytes(shape, job.effective_quant, job.moe_lora), gpus=ctx.weight_shards,
-        offload_params=offload_params) if job.method == "qlora" \
-        and job.framework != "torchtune" else 0
+    # (None on one card, where nothing is sharded: the statistics are in the states.)
+    whole_stats = 0
+    if job.method == "qlora" and job.framework != "torchtune" and ctx.weight_shards > 1:
+        whole_stats = unsharded_quant_state(
+            _quant_state_bytes(ctx), gpus=ctx.weight_shards, offload_params=offload_params)
     gathered_grads = 0
     if ctx.zero3 and job.method == "full":
         gathered_grads = (4 if job.accounting == "hf" else 2) * shape.largest_layer_params()
-    return dataclasses.replace(terms, buffers=extras.buffers, whole_stats=whole_stats,
-                               gathered=extras.gathered, gathered_grads=gathered_grads)
+    return extras.buffers, whole_stats, extras.gathered, gathered_grads
+
+
+def _quant_state_bytes(ctx: StepContext) -> int:
+    """:func:`quant_state_bytes` of the job's base, kept in ``ctx.parts`` where there are
+    parts: the same for every card count a search asks."""
+    job = ctx.job
+    if ctx.parts is None or ctx.shape is not ctx.parts.shape:
+        return quant_state_bytes(ctx.shape, job.effective_quant, job.moe_lora)
+    key = (job.effective_quant, job.moe_lora)
+    found = ctx.parts.quant_stats.get(key)
+    if found is None:
+        found = ctx.parts.quant_stats[key] = quant_state_bytes(ctx.shape, *key)
+    return found
 
 
 def framework_layer(ctx: StepContext, terms: StepTerms) -> StepTerms:
