@@ -72,9 +72,9 @@ class StepParts:
     kept for one shape as built: the activation profile of each setup, the one-GPU states
     of each recipe and the 4-bit quantisation statistics. One sizing builds the step models
     of dozens of variants of one job (ZeRO-3 over n cards, levers, setups), and most of them
-    share these parts. :class:`StepModels`
-    holds one for its sizing, so it grows with the variants that sizing tries and is let go
-    with it; a part of another shape object is computed afresh, not kept."""
+    share these parts. :class:`StepModels` holds one for its sizing, so it grows with the
+    variants that sizing tries and is let go with it; a part of another shape object is
+    computed afresh, not kept."""
 
     shape: ModelShape
     profiles: dict[ActivationSetup, ActivationProfile] = field(default_factory=dict)
