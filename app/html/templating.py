@@ -11,13 +11,14 @@ templates); the number filters format for the same locale.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from datetime import date, datetime
 from decimal import Decimal
 from functools import lru_cache
 from types import FunctionType
-from typing import Any
+from typing import Any, Final
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -67,8 +68,27 @@ def _translate(context: Context, message: str, /, **variables: Any) -> str:
     text is the same on every render (:func:`_translated_alone`)."""
     markup = bool(context.eval_ctx.autoescape)
     if variables:
-        return _translated(context["lang"], message, markup) % variables
+        return _filled(_translated(context["lang"], message, markup), variables)
     return _translated_alone(context["lang"], message, markup)
+
+
+def _filled(text: str, variables: dict[str, Any]) -> str:
+    """``text % variables`` as :class:`Markup` formats it (each value escaped, the result
+    markup) where ``text`` is markup, without Markup's helper object for every value looked
+    up: the values escaped first, then formatted as a plain string. Every message names its
+    values ``%(name)s``; another conversion (``%(n)d``, ``%(x)r``) goes Markup's own way."""
+    if type(text) is not Markup or not _named_strings_only(text):
+        return text % variables
+    return Markup(str.__mod__(text, {key: escape(value) for key, value in variables.items()}))
+
+
+_NAMED_STRINGS: Final = re.compile(r"(?:[^%]|%%|%\([^)]*\)s)*", re.DOTALL)
+
+
+@lru_cache(maxsize=TRANSLATIONS_KEPT)
+def _named_strings_only(text: str) -> bool:
+    """Whether every conversion in ``text`` is ``%(name)s`` (or ``%%``)."""
+    return _NAMED_STRINGS.fullmatch(text) is not None
 
 
 @lru_cache(maxsize=TRANSLATIONS_KEPT)

@@ -128,3 +128,16 @@ def test_output_is_escaped_as_jinja_escapes_it() -> None:
     written = ours.from_string(WRITTEN).render(values)
     assert written == plain.from_string(WRITTEN).render(values)
     assert "&lt;a href=&#39;x&#39;&gt;&amp;&#34;" in written and "<i>safe</i>" in written
+
+
+@pytest.mark.parametrize("message", ["%(a)s and %(b)s", "%(n)d of %(a)s", "100 %% %(a)s",
+                                     "%(a)r", "%(a)s%(n)5.1f"])
+def test_a_message_with_values_is_formatted_as_markup_formats_it(message: str) -> None:
+    """``_()`` with values escapes them as Markup's ``%`` does (templating._filled), for the
+    messages' ``%(name)s`` and any other conversion."""
+    from markupsafe import Markup
+
+    values = {"a": "<x & 'y'>", "b": Markup("<b>ok</b>"), "n": 3}
+    written = environment().from_string("{{ _(m, a=a, b=b, n=n) }}").render(
+        m=message, lang="en", **values)
+    assert written == Markup(message) % values
