@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Final
 from urllib.parse import urlencode
 
@@ -293,6 +294,9 @@ HTML beside them, so it keeps the page's font size on a phone."""
 
 @dataclass(frozen=True)
 class CardRow:
+    """A card's row; what the template reads of it several times is worked out once
+    (``cached_property``, kept in the instance's ``__dict__`` beside the frozen fields)."""
+
     gpu: GpuRecord
     fit: CardFit
     lever: Lever | None
@@ -305,12 +309,12 @@ class CardRow:
     time: FieldError | None = None
     """The training time for the customer's data on this card, if it has one."""
 
-    @property
+    @cached_property
     def state(self) -> str:
         """``fits`` (with headroom), ``tight`` or ``nofit``."""
         return "fits" if self.fit.roomy else "tight" if self.fit.fits else "nofit"
 
-    @property
+    @cached_property
     def setup_changes(self) -> tuple[FieldError, ...]:
         """With which standard settings it fits, where it does not fit as set."""
         return setup_changes(self.fit.setup)
@@ -331,20 +335,20 @@ class SystemRow:
     time: FieldError | None = None
     """The training time for the customer's data on the system's cards together."""
 
-    @property
+    @cached_property
     def name(self) -> FieldError:
         return system_name(self.system, self.fit.gpu)
 
-    @property
+    @cached_property
     def roomy(self) -> bool:
         return self.fit.fits and (
             self.fit.free_bytes_per_gpu >= headroom_bytes(self.fit.gpu.usable_bytes))
 
-    @property
+    @cached_property
     def state(self) -> str:
         return "fits" if self.roomy else "tight" if self.fit.fits else "nofit"
 
-    @property
+    @cached_property
     def setup_changes(self) -> tuple[FieldError, ...]:
         """With which standard settings it fits, where it does not fit as set."""
         return setup_changes(self.fit.setup)
