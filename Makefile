@@ -47,7 +47,9 @@ contracts: $(STAMP)
 	$(BIN)/lint-imports
 
 # One pytest process per core (pytest-xdist; a test file stays in one process, so its module
-# fixtures and servers are made once), then the `serial` tests, which share one node id among
+# fixtures and servers are made once; the files marked `long` or `e2e` first, then by size, so no
+# core waits at the end on an image build or a browser walk: tests/conftest.py orders them, and
+# --no-loadscope-reorder keeps that order), then the `serial` tests, which share one node id among
 # several cases and would each run once under xdist. PYTEST_WORKERS=0 runs everything in one.
 # The first run is also the coverage gate: branch coverage of app/engine/ over the whole suite
 # must stay at ENGINE_COVERAGE % or more (pyproject.toml, [tool.coverage]). Only the engine is
@@ -56,7 +58,7 @@ contracts: $(STAMP)
 PYTEST_WORKERS ?= auto
 ENGINE_COVERAGE ?= 95
 pytest: $(STAMP)
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" \
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" \
 		--cov=app/engine --cov-fail-under=$(ENGINE_COVERAGE)
 	$(BIN)/pytest -q -m serial
 

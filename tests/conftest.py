@@ -119,10 +119,33 @@ class RedisTarget:
         return sorted(k.decode() for k in self.client.scan_iter(match=f"{self.prefix}*"))
 
 
+LONG_FILE_MARKERS = ("long", "e2e")
+"""A file with a case marked so (or a module ``pytestmark``) goes first under pytest-xdist."""
+
+
+def _long_files_first(items: list[pytest.Item]) -> None:
+    """Order the files for ``--dist loadfile --no-loadscope-reorder`` (make test): those marked
+    ``long`` or ``e2e`` first (an image build, a wheel in a fresh environment, servers,
+    browsers: tens of seconds each, in a handful of cases), then the rest by how many cases they
+    hold, most first, as xdist's own reordering would. xdist's reordering alone put the long
+    files last, as they hold few cases, and one core worked through them while the other
+    waited. A file's cases keep their order."""
+    counts = Counter(item.path for item in items)
+    first_seen: dict[Path, int] = {}
+    long_files: set[Path] = set()
+    for index, item in enumerate(items):
+        first_seen.setdefault(item.path, index)
+        if any(item.get_closest_marker(name) is not None for name in LONG_FILE_MARKERS):
+            long_files.add(item.path)
+    items.sort(key=lambda item: (item.path not in long_files, -counts[item.path],
+                                 first_seen[item.path]))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist, refuse cases that share a node id unless they are marked ``serial``:
     xdist schedules by node id, so it would run one of them and drop the rest unnoticed
-    (schemathesis' operations did: 11 of 12 were lost)."""
+    (schemathesis' operations did: 11 of 12 were lost). Then the long files go first
+    (``_long_files_first``)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     counts = Counter(item.nodeid for item in items)
@@ -132,6 +155,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         raise pytest.UsageError(
             "these cases share a node id, so pytest-xdist would run only one of each; mark "
             "them serial (make test runs those in one process): " + ", ".join(shared))
+    _long_files_first(items)
 
 
 @pytest.fixture

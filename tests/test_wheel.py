@@ -24,6 +24,8 @@ import pytest
 
 from tests.container.support import free_port, stop, wait_for
 
+pytestmark = pytest.mark.long  # a wheel, a fresh environment: pytest-xdist starts this file first
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app"
 NOT_SHIPPED = frozenset({".gitkeep", "babel.cfg"})

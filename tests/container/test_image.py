@@ -28,6 +28,8 @@ from tests.container.support import (
 )
 from tools import image
 
+pytestmark = pytest.mark.long  # the image build: pytest-xdist starts this file first
+
 TAG = "localhost/gpu-sizer:container-test"
 SECRET = "container-test-secret-" + "x" * 40
 

@@ -39,6 +39,8 @@ from tests.container.support import free_port, fresh_database, skip_or_fail, sto
 from tests.staff.conftest import QUOTE, hidden, request_quote, sign_in
 from tests.staff.test_catalog import _form_values
 
+pytestmark = pytest.mark.long  # two servers and nginx: pytest-xdist starts this file first
+
 ROOT = Path(__file__).resolve().parents[2]
 NGINX = Path("/usr/sbin/nginx")
 PROXY_CONF = ROOT / "deploy" / "proxy.conf"
