@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from datetime import date, datetime
 from decimal import Decimal
 from functools import lru_cache
-from types import FunctionType
+from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any, Final
 
 from fastapi import Request
@@ -204,21 +204,24 @@ PASSES_ENVIRONMENT = pass_environment(lambda: None).jinja_pass_arg  # type: igno
 function with (its ``jinja_pass_arg``), read from the decorators themselves."""
 
 
+DIRECT_CALLS: Final = frozenset({FunctionType, Macro, MethodType, BuiltinFunctionType})
+"""The callables whose ``__call__`` never wants a context (:class:`DirectCallContext`)."""
+
+
 class DirectCallContext(Context):
     """Jinja's context, calling a template's functions and macros the short way.
 
     Every call in a template (``_()``, ``error_text()``, a macro: about 500 in a fine-tune
     result) goes through :meth:`Context.call`, which first asks whether the callable's
     ``__call__`` wants a context (a ``hasattr`` and a bound method made for every call) and
-    then the callable itself. A plain function's ``__call__`` and a macro's never do, so for
-    those two types the first question is skipped; the rest is Jinja 3.1's ``call`` as it
-    stands (the context, derived with loop and block variables, for ``pass_context``; the
-    eval context or the environment for the other two marks). Any other callable takes
-    Jinja's own path."""
+    then the callable itself. A plain function's ``__call__``, a macro's, a bound method's
+    and a built-in's (``errors.get``) never do, so for those types the first question is
+    skipped; the rest is Jinja 3.1's ``call`` as it stands (the context, derived with loop
+    and block variables, for ``pass_context``; the eval context or the environment for the
+    other two marks). Any other callable takes Jinja's own path."""
 
     def call(__self, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        kind = type(__obj)
-        if kind is not FunctionType and kind is not Macro:
+        if type(__obj) not in DIRECT_CALLS:
             return super().call(__obj, *args, **kwargs)
         pass_arg = getattr(__obj, "jinja_pass_arg", None)
         if pass_arg is PASSES_CONTEXT:

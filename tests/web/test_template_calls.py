@@ -16,6 +16,7 @@ SOURCE = """{% macro box(x, y=2) %}[{{ x }}{{ y }}{{ who() }}]{% endmacro %}
 {%- for x in [1, 2] %}{% set lang = "l" ~ x %}{{ who() }}{{ box(loop.index) }}{% endfor %}
 {%- set lang = "it" %}{{ who() }}{{ box(1, y=3) }}{% call wrap(4) %}{{ who() }}{% endcall %}
 {{- auto() }}{{ env() }}{{ plain("p", k="w") }}{{ callable_class() }}{{ stops() is defined }}|
+{%- for x in [1] %}{{ words.get("a") }}{{ method(x) }}{% endfor %}|
 {%- block inner %}{% set lang = "es" %}{{ who() }}{% endblock %}"""
 
 
@@ -29,6 +30,10 @@ class _Calls:
     def __call__(self, context: Context) -> str:
         return f"cls:{context['lang']}"
 
+    @pass_context
+    def method(self, context: Context, x: int) -> str:
+        return f"m{x}:{context['lang']}"
+
 
 def _stops() -> str:
     raise StopIteration
@@ -40,7 +45,8 @@ def _render(context_class: type[Context]) -> str:
     env.globals.update(
         who=_who, auto=pass_eval_context(lambda ctx: f"auto:{ctx.autoescape}"),
         env=pass_environment(lambda e: f"env:{e is env}"),
-        plain=lambda a, k: f"{a}{k}", callable_class=_Calls(), stops=_stops)
+        plain=lambda a, k: f"{a}{k}", callable_class=_Calls(), stops=_stops,
+        words={"a": "A"}, method=_Calls().method)
     return env.from_string(SOURCE).render(lang="en")
 
 
