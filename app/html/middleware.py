@@ -62,6 +62,19 @@ def _cookie(header: str, name: str) -> str | None:
     return morsel.value if morsel is not None else None
 
 
+def _locale_headers(headers: list[tuple[bytes, bytes]]) -> tuple[str, str | None]:
+    """The request's ``Cookie`` (empty when none) and ``Accept-Language`` (None when none),
+    the last of each as a dict of the headers would keep it, without decoding the others."""
+    cookie, accept_language = "", None
+    for key, value in headers:
+        name = key.lower()
+        if name == b"cookie":
+            cookie = value.decode("latin-1")
+        elif name == b"accept-language":
+            accept_language = value.decode("latin-1")
+    return cookie, accept_language
+
+
 class WebMiddleware:
     """Sets the locale on every request and the security headers on every response."""
 
@@ -75,10 +88,10 @@ class WebMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        cookie, accept_language = _locale_headers(scope["headers"])
         scope.setdefault("state", {})["lang"] = negotiate(
-            cookie=_cookie(headers.get("cookie", ""), LOCALE_COOKIE),
-            accept_language=headers.get("accept-language"),
+            cookie=_cookie(cookie, LOCALE_COOKIE) if cookie else None,
+            accept_language=accept_language,
             supported=self.settings.supported_locales,
             default=self.settings.default_locale,
         )
