@@ -10,7 +10,14 @@ from app.engine import framework_unsloth as unsloth
 from app.engine.activations import ActivationSetup, activation_profile, regime_for
 from app.engine.job import GpuSpec, Job, stored_bytes_per_param
 from app.engine.shapes import ModelShape
-from app.engine.speed import AttentionLayers, SpeedJob, Training, step_work, training
+from app.engine.speed import (
+    AttentionLayers,
+    SpeedJob,
+    StepWork,
+    Training,
+    step_work,
+    training,
+)
 from app.engine.states import lora_target_specs, packed_specs
 from app.engine.step_model import model_states
 
@@ -60,7 +67,14 @@ def speed_job(shape: ModelShape, job: Job, trainable_params: int | None = None) 
 
 
 def job_training(shape: ModelShape, job: Job, gpu: GpuSpec,
-                 layers: AttentionLayers | None = None) -> Training | None:
-    """The job's speed on ``gpu`` (speed.py), or None where the card has no speed figures."""
-    return training(step_work(shape, speed_job(shape, job), layers), gpu.speed,
-                    dataset_tokens=job.dataset_tokens, epochs=job.epochs)
+                 layers: AttentionLayers | None = None,
+                 works: dict[Job, StepWork] | None = None) -> Training | None:
+    """The job's speed on ``gpu`` (speed.py), or None where the card has no speed figures.
+    ``works``: where a caller keeps the job's :func:`step_work` on ``shape`` and ``layers``,
+    which no card changes, for the other cards it holds the same job against."""
+    work = works.get(job) if works is not None else None
+    if work is None:
+        work = step_work(shape, speed_job(shape, job), layers)
+        if works is not None:
+            works[job] = work
+    return training(work, gpu.speed, dataset_tokens=job.dataset_tokens, epochs=job.epochs)

@@ -31,7 +31,7 @@ from app.engine.estimate import Setup
 from app.engine.job import GpuSpec, Job
 from app.engine.job_speed import job_training
 from app.engine.shapes import ModelShape
-from app.engine.speed import AttentionLayers
+from app.engine.speed import AttentionLayers, StepWork
 from app.engine.step_model import StepModels
 
 LEVERS: Final = ("gradient_checkpointing", "micro_batch", "optimizer_8bit",
@@ -123,11 +123,13 @@ def cheapest_setup(shape: ModelShape, job: Job, gpu: GpuSpec, allowed: Sequence[
 
 
 def setup_on(built: ModelShape, found: tuple[Job, dict[str, object], int] | None,
-             gpu: GpuSpec, layers: AttentionLayers | None) -> Setup | None:
+             gpu: GpuSpec, layers: AttentionLayers | None,
+             works: dict[Job, StepWork] | None = None) -> Setup | None:
     """The setup :func:`cheapest_change` found, with its speed on ``gpu`` (``built``: the
-    shape as the job's framework builds it)."""
+    shape as the job's framework builds it; ``works``: where a caller keeps the changed
+    jobs' step work for its other cards, :func:`job_training`)."""
     if found is None:
         return None
     changed, changes, total = found
     return Setup(changes=dict(changes), total_bytes=total,
-                 training=job_training(built, changed, gpu, layers))
+                 training=job_training(built, changed, gpu, layers, works))

@@ -32,7 +32,7 @@ from app.engine.job import with_changes
 from app.engine.precision import BnbVersion, bnb_saves_inputs
 from app.engine.setup import cheapest_change, setup_on
 from app.engine.sharding import ShardingImpl, checked_impl
-from app.engine.speed import AttentionLayers, Training, config_attention_layers
+from app.engine.speed import AttentionLayers, StepWork, Training, config_attention_layers
 from app.engine.step_model import StepModels
 from app.errors import InvalidInput, NotFound
 from app.estimates import advice, job_limits
@@ -391,6 +391,8 @@ class _Sizer:
     changes: dict[tuple[Job, int], tuple[Job, dict[str, object], int] | None] = field(
         default_factory=dict)
     """The setups' searches by job and memory size (:meth:`setup`)."""
+    works: dict[Job, StepWork] = field(default_factory=dict)
+    """The step work of each job a setup settles on, for its speed on every card."""
 
     @classmethod
     def of(cls, catalog: Catalog, request: EstimateRequest) -> _Sizer:
@@ -401,11 +403,12 @@ class _Sizer:
 
     def setup(self, job: Job, spec: GpuSpec) -> Setup | None:
         """The cheapest setup that makes ``job`` fit ``spec`` (``app/engine/setup.py``); the
-        search is made once per job and memory size in this sizing, the speed per card."""
+        search is made once per job and memory size in this sizing, the step work once per
+        job settled on, the speed per card."""
         key = (job, spec.usable_bytes)
         if key not in self.changes:
             self.changes[key] = cheapest_change(self.models, job, spec, self.allowed)
-        return setup_on(self.models.shape, self.changes[key], spec, self.layers)
+        return setup_on(self.models.shape, self.changes[key], spec, self.layers, self.works)
 
     def systems(self, catalog: Catalog, request: EstimateRequest) -> tuple[SystemFit, ...]:
         """Every system (:func:`system_rows`), one engine call per card count, the job spread
