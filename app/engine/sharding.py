@@ -141,16 +141,18 @@ def fsdp_root_params(shape: ModelShape) -> int:
 
 def sharded_extras(shape: ModelShape, impl: ShardingImpl, *, gpus: int,
                    weight_bytes_per_param: float, offload_params: bool = False,
-                   mixed_precision: bool = True) -> ShardedExtras:
+                   mixed_precision: bool = True, layer_params: int | None = None
+                   ) -> ShardedExtras:
     """The gathered layers and fixed buffers of ZeRO-3 (``deepspeed``) or FSDP on one card.
 
     One card holds no shards, so nothing is gathered and no bucket is allocated. FSDP also
     holds its root unit whole through the forward and the backward, and with CPU offload
     (``offload_params``) but no ``mixed_precision`` a GPU copy of each gathered unit's shard
-    (module docstring)."""
+    (module docstring). ``layer_params``: ``shape.largest_layer_params()`` where the caller
+    keeps it."""
     if gpus <= 1:
         return ShardedExtras(0, 0, ())
-    layer = shape.largest_layer_params()
+    layer = shape.largest_layer_params() if layer_params is None else layer_params
     if impl == "fsdp":
         units = math.ceil(FSDP_LIVE_UNITS * layer * weight_bytes_per_param)
         root = HALF_BYTES * fsdp_root_params(shape)

@@ -458,33 +458,26 @@ def shard_states(
     if offload == "optimizer+params" and sharding != "zero3":
         raise StatesError("offload", "offload_needs_zero3")
     n = gpus if sharding != "none" else 1
-    shard_optimizer = sharding in ("zero1", "zero2", "zero3")
-    shard_gradients = sharding in ("zero2", "zero3")
-    shard_weights = sharding == "zero3"
-    offload_optimizer = offload in ("optimizer", "optimizer+params")
-    offload_weights = offload == "optimizer+params"
-
-    def place(value: int, *, sharded: bool, offloaded: bool = False) -> int:
-        if offloaded:
-            return 0
-        return _ceil_div(value, n) if sharded else value
-
+    # Each kind of state whole on every card, split over the n cards (rounded up), or on the
+    # CPU (0). Runs for every card count a search asks: plain arithmetic, no helper calls.
+    weights_split = sharding == "zero3"
+    weights_gone = offload == "optimizer+params"
+    gradients_split = sharding in ("zero2", "zero3")
+    optimizer_split = sharding in ("zero1", "zero2", "zero3")
+    optimizer_gone = offload in ("optimizer", "optimizer+params")
+    weights, adapter_weights = states.weights_bytes, states.adapter_weight_bytes
+    gradients, adapter_grads = states.gradients_bytes, states.adapter_grad_bytes
+    optimizer, adapter_optimizer = states.optimizer_bytes, states.adapter_optimizer_bytes
     return ModelStates(
-        weights_bytes=place(states.weights_bytes, sharded=shard_weights, offloaded=offload_weights),
-        gradients_bytes=place(states.gradients_bytes, sharded=shard_gradients),
-        optimizer_bytes=place(
-            states.optimizer_bytes, sharded=shard_optimizer, offloaded=offload_optimizer
-        ),
+        weights_bytes=0 if weights_gone else -(-weights // n) if weights_split else weights,
+        gradients_bytes=-(-gradients // n) if gradients_split else gradients,
+        optimizer_bytes=(0 if optimizer_gone else -(-optimizer // n) if optimizer_split
+                         else optimizer),
         trainable_params=states.trainable_params,
-        adapter_weight_bytes=place(
-            states.adapter_weight_bytes, sharded=shard_weights, offloaded=offload_weights
-        ),
-        adapter_grad_bytes=place(states.adapter_grad_bytes, sharded=shard_gradients),
-        adapter_optimizer_bytes=place(
-            states.adapter_optimizer_bytes, sharded=shard_optimizer, offloaded=offload_optimizer
-        ),
+        adapter_weight_bytes=(0 if weights_gone else -(-adapter_weights // n) if weights_split
+                              else adapter_weights),
+        adapter_grad_bytes=-(-adapter_grads // n) if gradients_split else adapter_grads,
+        adapter_optimizer_bytes=(0 if optimizer_gone
+                                 else -(-adapter_optimizer // n) if optimizer_split
+                                 else adapter_optimizer),
     )
-
-
-def _ceil_div(value: int, by: int) -> int:
-    return -(-value // by)

@@ -25,6 +25,7 @@ from app.engine.activations import (
     LOSS_FORWARD_BYTES_PER_VOCAB,
     ActivationProfile,
     ActivationSetup,
+    Regime,
     activation_profile,
     bnb_saved_inputs_bytes_per_token,
     regime_for,
@@ -77,19 +78,21 @@ class StepParts:
     computed afresh, not kept."""
 
     shape: ModelShape
-    profiles: dict[ActivationSetup, ActivationProfile] = field(default_factory=dict)
+    profiles: dict[tuple[object, ...], ActivationProfile] = field(default_factory=dict)
+    """The activation profiles by what their setup is made of (:func:`activation_terms`)."""
     states: dict[tuple[object, ...], ModelStates] = field(default_factory=dict)
     quant_stats: dict[tuple[Quant, MoeLora], int] = field(default_factory=dict)
     """The 4-bit quantisation statistics' bytes by quantisation and MoE adapter layout."""
+    largest_layer: int | None = None
+    """:meth:`ModelShape.largest_layer_params` of the shape, once asked."""
 
-    def profile(self, shape: ModelShape, setup: ActivationSetup) -> ActivationProfile:
-        """:func:`activation_profile` of ``setup``, kept for this part's own shape."""
+    def largest_layer_params(self, shape: ModelShape) -> int:
+        """``shape.largest_layer_params()``, kept for this part's own shape."""
         if shape is not self.shape:
-            return activation_profile(shape, setup)
-        found = self.profiles.get(setup)
-        if found is None:
-            found = self.profiles[setup] = activation_profile(shape, setup)
-        return found
+            return shape.largest_layer_params()
+        if self.largest_layer is None:
+            self.largest_layer = shape.largest_layer_params()
+        return self.largest_layer
 
 
 def model_states(shape: ModelShape, job: Job, *, gpus: int | None = None,
@@ -335,7 +338,9 @@ def dequantised_terms(ctx: StepContext) -> int:
 
 
 def activation_terms(ctx: StepContext) -> ActivationProfile:
-    """The per-token activations of the job's regime (activations.py)."""
+    """The per-token activations of the job's regime (activations.py), kept in ``ctx.parts``
+    by what the setup is made of: the setup itself costs more to build and hash than its
+    profile costs to find, and every card count of a search asks for the same one."""
     job = ctx.job
     # Pure bf16 full fine-tuning keeps bf16 activations, as the zero accounting's bf16 model.
     regime = "bf16" if ctx.pure_bf16 and job.method == "full" else regime_for(job.method,
@@ -343,15 +348,27 @@ def activation_terms(ctx: StepContext) -> ActivationProfile:
     # QLoRA after prepare_model_for_kbit_training: fp32 embeddings, norms and lm_head.
     if ctx.prepared:
         regime = "qlora"
-    setup = ActivationSetup(
+    parts = ctx.parts
+    if parts is None or ctx.shape is not parts.shape:
+        return activation_profile(ctx.shape, _activation_setup(job, regime))
+    recipe = (regime, job.method, job.attention, job.gradient_checkpointing, job.lora_rank,
+              job.lora_targets, job.lora_dropout, job.moe_lora, job.loss_head,
+              job.activation_offload, job.bnb_saves_inputs, job.framework)
+    found = parts.profiles.get(recipe)
+    if found is None:
+        found = parts.profiles[recipe] = activation_profile(ctx.shape,
+                                                            _activation_setup(job, regime))
+    return found
+
+
+def _activation_setup(job: Job, regime: Regime) -> ActivationSetup:
+    """The job's activation setup in ``regime``: what ``activation_terms``' recipe holds."""
+    return ActivationSetup(
         method=job.method, regime=regime, attention=job.attention,
         gradient_checkpointing=job.gradient_checkpointing, lora=job.lora,
         loss_head=job.loss_head, activation_offload=job.activation_offload,
         bnb_saves_inputs=job.bnb_saves_inputs, unsloth=job.framework == unsloth.UNSLOTH,
     )
-    if ctx.parts is None:
-        return activation_profile(ctx.shape, setup)
-    return ctx.parts.profile(ctx.shape, setup)
 
 
 def sharding_layer(ctx: StepContext) -> ShardingTerms:
@@ -360,10 +377,14 @@ def sharding_layer(ctx: StepContext) -> ShardingTerms:
     the sources); :func:`card_terms` builds them into the step's terms at once."""
     job, shape = ctx.job, ctx.shape
     offload_params = job.offload == "optimizer+params"
+    layer = None  # the largest layer's parameters, gathered only over several cards
+    if ctx.zero3:
+        layer = (shape.largest_layer_params() if ctx.parts is None
+                 else ctx.parts.largest_layer_params(shape))
     extras = sharded_extras(shape, job.sharding_impl, gpus=ctx.weight_shards,
                             weight_bytes_per_param=stored_bytes_per_param(job),
                             offload_params=offload_params,
-                            mixed_precision=ctx.dtypes.precision == "amp")
+                            mixed_precision=ctx.dtypes.precision == "amp", layer_params=layer)
     # bitsandbytes' quantisation statistics are no parameters: whole on every card
     # (sharding.py). torchtune quantises with torchao's NF4Tensor instead, whose scalers are
     # inner tensors sharded with the data (torchao/dtypes/nf4tensor.py,
@@ -374,8 +395,8 @@ def sharding_layer(ctx: StepContext) -> ShardingTerms:
         whole_stats = unsharded_quant_state(
             _quant_state_bytes(ctx), gpus=ctx.weight_shards, offload_params=offload_params)
     gathered_grads = 0
-    if ctx.zero3 and job.method == "full":
-        gathered_grads = (4 if job.accounting == "hf" else 2) * shape.largest_layer_params()
+    if layer is not None and job.method == "full":
+        gathered_grads = (4 if job.accounting == "hf" else 2) * layer
     return extras.buffers, whole_stats, extras.gathered, gathered_grads
 
 
