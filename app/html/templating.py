@@ -139,6 +139,11 @@ def _moment(context: Context, value: datetime) -> str:
     return i18n.format_moment(value, context["lang"])
 
 
+NUMBERS: Final = (int, float)
+"""What :func:`_error_text` formats as a number: a tuple made once, where ``int | float`` in
+its ``isinstance`` made a new union object for every value."""
+
+
 @pass_context
 def _error_text(context: Context, error: FieldError | None) -> str:
     """A field error in the request's language, numbers formatted for it."""
@@ -148,7 +153,7 @@ def _error_text(context: Context, error: FieldError | None) -> str:
     message = i18n.translations(lang).gettext(error.message)
     params = {
         key: (i18n.format_gb(value, lang) if key.endswith("_bytes")
-              else i18n.format_number(value, lang)) if isinstance(value, int | float)
+              else i18n.format_number(value, lang)) if isinstance(value, NUMBERS)
         else _error_text(context, value) if isinstance(value, FieldError) else value
         for key, value in error.params.items()
     }

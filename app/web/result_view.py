@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine.estimate import (
@@ -559,7 +559,7 @@ def quote_urls(calc: CalculatorInput) -> Callable[[str], str]:
     rest = f"&{query}" if query else ""
 
     def url(item: str) -> str:
-        return f"/quote?{urlencode({'item': item})}{rest}"
+        return f"/quote?item={quote_plus(item)}{rest}"
 
     return url
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 from app.catalog.schemas import Catalog, GpuRecord, ModelRecord, SystemRecord
 from app.engine import serving as engine
@@ -171,7 +171,7 @@ def quote_urls(calc: ServeInput) -> Callable[[str], str]:
     rest = "&" + urlencode({"workload": "serving", **calc.quote_query()})
 
     def url(item: str) -> str:
-        return f"/quote?{urlencode({'item': item})}{rest}"
+        return f"/quote?item={quote_plus(item)}{rest}"
 
     return url
 
