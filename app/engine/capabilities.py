@@ -11,6 +11,7 @@ these formats: they change throughput, not the accounting above.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from app.engine.errors import EngineError
 
@@ -46,7 +47,10 @@ def parse_compute_capability(value: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@lru_cache(maxsize=64)
 def capabilities(compute_capability: str) -> Capabilities:
+    """The card's formats, kept per compute capability (a sizing asks for every card it
+    holds a job against; a catalog has a handful of capabilities)."""
     cc = parse_compute_capability(compute_capability)
     blackwell = cc >= BLACKWELL_MIN_CC
     return Capabilities(

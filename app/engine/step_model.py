@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from app.engine import framework_litgpt as litgpt
 from app.engine import framework_unsloth as unsloth
@@ -153,10 +153,11 @@ def _recipe_states(shape: ModelShape, accounting: Accounting, method: Method,
 BF16_HEAD_COPY_BYTES = 2
 
 
-@dataclass(frozen=True, slots=True)
-class StepContext:
+class StepContext(NamedTuple):
     """What every term of one step reads: the job as it runs (Unsloth's rewritten), the shape as
-    the framework builds it, its per-GPU model states and dtypes."""
+    the framework builds it, its per-GPU model states and dtypes. (Named tuples, this and
+    :class:`StepTerms`: built for every step model, at a fraction of a frozen dataclass's
+    cost.)"""
 
     shape: ModelShape
     job: Job
@@ -182,8 +183,7 @@ class StepContext:
         return self.job.framework == litgpt.LITGPT
 
 
-@dataclass(frozen=True, slots=True)
-class StepTerms:
+class StepTerms(NamedTuple):
     """The named terms of one step, in bytes (``profile``: the per-token activations)."""
 
     profile: ActivationProfile
@@ -439,8 +439,8 @@ def framework_layer(ctx: StepContext, terms: StepTerms) -> StepTerms:
     profile = litgpt.with_fused_value_view(
         profile, shape, gradient_checkpointing=job.gradient_checkpointing,
         activation_offload=job.activation_offload)
-    return dataclasses.replace(terms, held_gradients=held_gradients, dequantised=dequantised,
-                               profile=profile)
+    return terms._replace(held_gradients=held_gradients, dequantised=dequantised,
+                          profile=profile)
 
 
 def moments(ctx: StepContext, terms: StepTerms) -> tuple[PhaseTerms, ...]:
