@@ -49,8 +49,10 @@ contracts: $(STAMP)
 # One pytest process per core (pytest-xdist; a test file stays in one process, so its module
 # fixtures and servers are made once; the files marked `long` or `e2e` first, then by size, so no
 # core waits at the end on an image build or a browser walk: tests/conftest.py orders them, and
-# --no-loadscope-reorder keeps that order), then the `serial` tests, which share one node id among
-# several cases and would each run once under xdist. PYTEST_WORKERS=0 runs everything in one.
+# --no-loadscope-reorder keeps that order). Beside it, in a process of its own, the `serial` tests,
+# which share one node id among several cases and would each run once under xdist (their output
+# follows the suite's; they take a core for about 20 s while the workers collect and start).
+# PYTEST_WORKERS=0 runs all but the serial tests in one process.
 # The first run is also the coverage gate: branch coverage of app/engine/ over the whole suite
 # must stay at ENGINE_COVERAGE % or more (pyproject.toml, [tool.coverage]). Only the engine is
 # measured: tracing the whole app would slow every test, the engine's share is the part whose
@@ -58,9 +60,11 @@ contracts: $(STAMP)
 PYTEST_WORKERS ?= auto
 ENGINE_COVERAGE ?= 95
 pytest: $(STAMP)
+	$(BIN)/pytest -q -m serial > $(VENV)/serial-tests.log 2>&1 & serial=$$!; \
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" \
-		--cov=app/engine --cov-fail-under=$(ENGINE_COVERAGE)
-	$(BIN)/pytest -q -m serial
+		--cov=app/engine --cov-fail-under=$(ENGINE_COVERAGE); status=$$?; \
+	wait $$serial; serial_status=$$?; echo "serial tests (run beside the others):"; \
+	cat $(VENV)/serial-tests.log; test $$status -eq 0 && test $$serial_status -eq 0
 
 ## Build the wheel into dist/: the package with its templates, static files, catalogs,
 ## migrations and data (what `pip install` and the image install; tests/test_wheel.py)
