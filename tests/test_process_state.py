@@ -70,9 +70,21 @@ CONSTANT_FOR_THE_PROCESS: dict[tuple[str, str], str] = {
         "the same, %-formatted with no values",
     ("app/engine/precision.py", "resolve"):
         "the frameworks' dtype presets, engine constants (the five choices are the key)",
+    ("app/engine/capabilities.py", "capabilities"):
+        "a card's formats from its compute capability and engine constants (the capability "
+        "is the key)",
+    ("app/html/templating.py", "_named_strings_only"):
+        "whether a message's conversions are all %(name)s (the message text is the key)",
 }
 """Memoised functions allowed in app/: each answer depends only on files or constants that
 ship with the release, never on the database, the settings or the environment."""
+
+KEPT_BY_ONE_ANSWER: dict[tuple[str, str], str] = {
+    ("app/web/result_view.py", "CardRow"): "a card's row of one result, built per answer",
+    ("app/web/result_view.py", "SystemRow"): "a system's row of one result, built per answer",
+}
+"""Classes whose ``cached_property`` values are allowed: their instances are made for one
+answer and dropped with it, so what they keep never outlives the request."""
 
 READS_STATE = frozenset({
     "Session", "session", "get_bind", "engine", "Settings", "settings", "load_settings",
@@ -155,12 +167,17 @@ def module_state_problems(path: str, module: ast.Module) -> list[str]:
         made = _called(value) if isinstance(value, ast.Call) else None
         if made is not None and (made.endswith("Cache") or made == "Caches"):
             problems.append(f"{path}: {name} = {made}(...) is a cache in a module global")
+    per_answer = {id(method) for node in ast.walk(module)
+                  if isinstance(node, ast.ClassDef) and (path, node.name) in KEPT_BY_ONE_ANSWER
+                  for method in node.body}
     for node in ast.walk(module):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for how in _writes(node, containers):
             problems.append(f"{path}: {node.name}() {how}")
-        if any(_called(d) in CACHE_DECORATORS for d in node.decorator_list):
+        if any(_called(d) in CACHE_DECORATORS for d in node.decorator_list) and not (
+                id(node) in per_answer
+                and all(_called(d) == "cached_property" for d in node.decorator_list)):
             reason = CONSTANT_FOR_THE_PROCESS.get((path, node.name))
             used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
                 n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
