@@ -126,9 +126,6 @@ CASES: dict[str, dict[str, Any]] = {
         "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "dense", "sparse", "sparse",
                             "sparse"],
     },
-    # AfmoeConfig's defaults (Arcee's AFMoE: gated attention, 64 experts, 6 a token, two shared,
-    # one dense layer), the sizes written out; and a GQA variant with attention biases, three
-    # dense layers, tied.
     # LagunaConfig's defaults (transformers 5.24; its docstring names poolside/laguna-XS.2): 40
     # layers of 48 heads, the first a dense SwiGLU MLP, then 256 experts (8 active) and a
     # shared expert, a softplus output gate per head; the sizes every config names written out.
@@ -172,6 +169,9 @@ CASES: dict[str, dict[str, Any]] = {
             "moe_intermediate_size": 256, "share_expert_dim": 384,
         },
     },
+    # AfmoeConfig's defaults (Arcee's AFMoE: gated attention, 64 experts, 6 a token, two shared,
+    # one dense layer), the sizes written out; and a GQA variant with attention biases, three
+    # dense layers, tied.
     "afmoe-defaults": {
         "model_type": "afmoe", "vocab_size": 200192, "hidden_size": 2048,
         "intermediate_size": 6144, "moe_intermediate_size": 1408, "num_hidden_layers": 32,
