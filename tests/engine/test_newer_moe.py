@@ -311,6 +311,18 @@ def test_step3p7_reads_a_hub_configs_legacy_keys() -> None:
         assert refused.value.field == field
 
 
+@pytest.mark.parametrize("listed", ["1,2,\u00b2", "1," + "9" * 5000, ",".join(["1"] * 8),
+                                    [1, 2, "x"]])
+def test_step3p7_refuses_a_moe_layers_enum_it_cannot_read(listed: object) -> None:
+    """A superscript digit (``str.isdigit`` says yes, ``int`` no), a digit run past ``int``'s
+    limit and more entries than the layers and MTP layers (7) are field errors, not crashes."""
+    config = EXPECTED["models"]["step3p7-legacy-sliding"]["config"]
+    text = config["text_config"] | {"moe_layers_enum": listed}
+    with pytest.raises(EngineError) as refused:
+        parse_config(config | {"text_config": text})
+    assert refused.value.field == "moe_layers_enum"
+
+
 def test_step3p7_caches_keys_and_values_per_layer_as_its_dynamic_cache() -> None:
     """transformers 5.24's DynamicCache of the small checkpoint after 100 tokens holds 307,200
     bf16 bytes: 6 layers x 2 x 2 kv heads x 64 x 2 bytes a token, the 3 sliding ones within

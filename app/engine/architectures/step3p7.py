@@ -34,6 +34,7 @@ frozen: 1,981,014,784 with ``Step3p7VisionConfig``'s defaults.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
@@ -105,10 +106,17 @@ def _sparse_layers(cfg: Config, layers: int) -> int:
     if listed is None:
         return max(layers - FIRST_SPARSE, 0)
     items = listed.split(",") if isinstance(listed, str) else listed
-    if not isinstance(items, list) or not all(str(i).strip().isdigit() for i in items
-                                              if str(i).strip()):
+    padded = layers + cfg.integer("num_nextn_predict_layers", default=0)
+    if (not isinstance(items, list) or len(items) > padded
+            or not all(_LAYER_INDEX.fullmatch(str(i).strip()) for i in items if str(i).strip())):
         raise ShapeError("moe_layers_enum", "layer_kinds", layers=layers, kinds="indices")
     return len({int(i) for i in items if str(i).strip()} & set(range(layers)))
+
+
+_LAYER_INDEX: Final = re.compile(r"[0-9]{1,7}")
+"""One entry of ``moe_layers_enum``: ASCII digits of a layer index (no more entries than
+layers, so the check is bounded by the layer bound; Unicode digits that ``int`` refuses and
+digit runs past its limit are refused here, as a field error)."""
 
 
 def _sliding_heads(cfg: Config, att: Attention) -> int:
