@@ -99,3 +99,17 @@ def test_the_recommendation_says_minutes_under_an_hour(client: TestClient) -> No
         assert not re.search(r"(?<![\d.,])0([.,]\d+)? h\b", text), text
     one = client.get("/?model=llama-3.1-8b&method=lora&dataset=1").text
     assert "1 min for your 1 token." in one
+
+
+def test_a_setup_line_says_minutes_under_an_hour(client: TestClient) -> None:
+    """A card or system that fits with changed settings names its time in the setup line;
+    for a small dataset it read "0.03 h" where the card's row said minutes (en and de)."""
+    for lang, unit in (("en", " min"), ("de", " Min.")):
+        body = client.get("/?model=llama-3.1-70b&method=lora&change=1&dataset=100k",
+                          headers={"Accept-Language": lang}).text.replace("\u00a0", " ")
+        setups = re.findall(r'<p class="setup" id="setup-[^"]+">(.*?)</p>', body, re.S)
+        assert setups, "a setup line"
+        for setup in setups:
+            text = re.sub(r"<[^>]+>", "", setup)
+            assert unit in text, text
+            assert not re.search(r"(?<![\d.,])0([.,]\d+)? h\b", text), text
