@@ -157,6 +157,11 @@ class CudaContext:
     False: the bare context after one small tensor."""
     source: str
 
+    @property
+    def mib(self) -> int:
+        """The figure in whole MiB, as the sources and /how-we-calculate state it."""
+        return round(self.bytes / MIB)
+
 
 CURRENT_CONTEXT = "current"
 """The row the engine sizes with: the stack a customer installs today."""
