@@ -61,13 +61,11 @@ _Calc = TypeVar("_Calc", bound=ModelChoosing)
 
 
 class Answering(ModelChoosing, Protocol):
-    """A mode's parsed form as an async route answers it: a model (:class:`ModelChoosing`),
-    whether it is a pasted config.json, and the shareable link of its fields."""
+    """A mode's parsed form as an async route answers it: a model and the shareable link of
+    its fields (:class:`ModelChoosing`), and whether it is a pasted config.json."""
 
     @property
     def is_custom(self) -> bool: ...
-
-    def url(self) -> str: ...
 
 
 async def answer(request: Request, calc: Answering, errors: FieldErrors, *,
