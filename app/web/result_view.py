@@ -547,14 +547,10 @@ def training_time(training: Training | None, calc: CalculatorInput) -> FieldErro
                       {"days": round(hours / 24, 1), "tokens": tokens})
 
 
-def quote_url(calc: CalculatorInput, item: str) -> str:
-    return "/quote?" + urlencode({"item": item, **calc.query()})
-
-
 def quote_urls(calc: CalculatorInput) -> Callable[[str], str]:
-    """:func:`quote_url` for the items of one result: the same addresses, with the form's
-    part encoded once rather than once per card and system (the item comes first, and
-    no form field is named ``item``)."""
+    """The quote form's address for each item of one result, with the form's fields: the
+    form's part encoded once rather than once per card and system (the item comes first,
+    and no form field is named ``item``)."""
     query = urlencode(calc.query())
     rest = f"&{query}" if query else ""
 

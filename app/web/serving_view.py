@@ -153,19 +153,12 @@ class ServeView:
     assumptions: tuple[FieldError, ...]
 
 
-def quote_url(calc: ServeInput, item: str) -> str:
-    """The quote form for this item with every Serve input (``workload=serving``), so the
-    quote is sized, shown and stored as this serving job, not as a fine-tuning one; none for
-    a pasted config.json, which no link can carry."""
-    if calc.is_custom:
-        return ""
-    return "/quote?" + urlencode({"item": item, "workload": "serving", **calc.quote_query()})
-
-
 def quote_urls(calc: ServeInput) -> Callable[[str], str]:
-    """:func:`quote_url` for the items of one result: the same addresses, with the inputs
-    encoded once rather than once per card and system (the item comes first, and no input is
-    named ``item``)."""
+    """The quote form's address for each item of one result, with every Serve input
+    (``workload=serving``), so the quote is sized, shown and stored as this serving job, not
+    as a fine-tuning one; none for a pasted config.json, which no link can carry. The inputs
+    are encoded once rather than once per card and system (the item comes first, and no
+    input is named ``item``)."""
     if calc.is_custom:
         return lambda item: ""
     rest = "&" + urlencode({"workload": "serving", **calc.quote_query()})

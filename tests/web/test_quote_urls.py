@@ -1,12 +1,28 @@
 """A result's quote links, the form's part encoded once (``quote_urls``, both modes), are the
-addresses ``quote_url`` writes for each card and system."""
+addresses the whole form urlencoded with the item gives for each card and system."""
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 import pytest
 
 from app.web import calculator_form, serving_form, serving_view
-from app.web.result_view import quote_url, quote_urls
+from app.web.calculator_form import CalculatorInput
+from app.web.result_view import quote_urls
+from app.web.serving_form import ServeInput
+
+
+def quote_url(calc: CalculatorInput, item: str) -> str:
+    """The address of one item's quote form, the fine-tune form urlencoded whole."""
+    return "/quote?" + urlencode({"item": item, **calc.query()})
+
+
+def serve_quote_url(calc: ServeInput, item: str) -> str:
+    """The same for Serve: every input and ``workload=serving``; none for a pasted config."""
+    if calc.is_custom:
+        return ""
+    return "/quote?" + urlencode({"item": item, "workload": "serving", **calc.quote_query()})
 
 FORMS = [
     {"model": "llama-3.1-8b", "method": "lora"},
@@ -37,4 +53,4 @@ def test_serve_quote_urls_are_quote_url(data: dict[str, str]) -> None:
     calc, _ = serving_form.parse(data)
     url = serving_view.quote_urls(calc)
     for item in ITEMS:
-        assert url(item) == serving_view.quote_url(calc, item)
+        assert url(item) == serve_quote_url(calc, item)
