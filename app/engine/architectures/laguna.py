@@ -34,7 +34,7 @@ from app.engine.architectures.kit import (
     experts_per_token,
     fused_experts,
 )
-from app.engine.architectures.moe import Moe, moe_shape, swiglu_mlp
+from app.engine.architectures.moe import Moe, layer_kinds, moe_shape, swiglu_mlp
 from app.engine.architectures.multimodal import with_defaults
 from app.engine.shapes import LinearSpec, ModelShape, ShapeError
 
@@ -88,10 +88,7 @@ def _sparse_layers(cfg: Config, layers: int) -> int:
     kinds = cfg.raw.get("mlp_layer_types")
     if kinds is None:
         return layers - 1
-    if (not isinstance(kinds, list) or len(kinds) != layers
-            or kinds.count("dense") + kinds.count("sparse") != layers):
-        raise ShapeError("mlp_layer_types", "layer_kinds", layers=layers, kinds="dense, sparse")
-    return kinds.count("sparse")
+    return layer_kinds("mlp_layer_types", kinds, layers, ("dense", "sparse"))
 
 
 def laguna(config: Config) -> ModelShape:

@@ -160,12 +160,12 @@ def moe_shape(
 
 def layer_kinds(field: str, kinds: object, layers: int, allowed: tuple[str, str]) -> int:
     """How many entries of a per-layer list are ``allowed[1]`` (sparse MLP) or ``allowed[0]``
-    (a layer running its own indexer): the list must name every layer, each one of the two."""
+    (a layer running its own indexer): the list must name every layer, each one of the two.
+    Counted with ``list.count``: no Python step per layer (tests/engine/test_config_bounds.py)."""
     if (not isinstance(kinds, list) or len(kinds) != layers
-            or not all(kind in allowed for kind in kinds)):
+            or kinds.count(allowed[0]) + kinds.count(allowed[1]) != layers):
         raise ShapeError(field, "layer_kinds", layers=layers, kinds=", ".join(allowed))
-    counted = allowed[1] if field == "mlp_layer_types" else allowed[0]
-    return sum(1 for kind in kinds if kind == counted)
+    return kinds.count(allowed[1] if field == "mlp_layer_types" else allowed[0])
 
 
 def layer_count(cfg: Config, name: str, default: int) -> int:

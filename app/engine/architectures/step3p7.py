@@ -49,7 +49,7 @@ from app.engine.architectures.kit import (
     gated_mlp,
 )
 from app.engine.architectures.laguna import gated_attention
-from app.engine.architectures.moe import Moe, moe_shape
+from app.engine.architectures.moe import Moe, layer_kinds, moe_shape
 from app.engine.architectures.multimodal import sub_config, with_defaults
 from app.engine.shapes import LinearSpec, ModelShape, ShapeError
 
@@ -98,10 +98,7 @@ def _sparse_layers(cfg: Config, layers: int) -> int:
     from :data:`FIRST_SPARSE` on."""
     kinds = _per_layer(cfg, "mlp_layer_types", layers)
     if kinds is not None:
-        if kinds.count("dense") + kinds.count("sparse") != layers:
-            raise ShapeError("mlp_layer_types", "layer_kinds", layers=layers,
-                             kinds="dense, sparse")
-        return kinds.count("sparse")
+        return layer_kinds("mlp_layer_types", kinds, layers, ("dense", "sparse"))
     listed = cfg.raw.get("moe_layers_enum")
     if listed is None:
         return max(layers - FIRST_SPARSE, 0)
