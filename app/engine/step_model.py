@@ -362,7 +362,8 @@ def activation_terms(ctx: StepContext) -> ActivationProfile:
 
 
 def _activation_setup(job: Job, regime: Regime) -> ActivationSetup:
-    """The job's activation setup in ``regime``: what ``activation_terms``' recipe holds."""
+    """The job's activation setup in ``regime``: what ``activation_terms``' recipe holds (a
+    job field read here must join that recipe, or two setups would share one profile)."""
     return ActivationSetup(
         method=job.method, regime=regime, attention=job.attention,
         gradient_checkpointing=job.gradient_checkpointing, lora=job.lora,
